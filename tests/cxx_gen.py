@@ -1,0 +1,75 @@
+"""Turn threadmap int tuples, layouts, tilers and coordinates into CuTe C++ expressions.
+
+Every integer becomes a *static* ``Int<N>`` so that the header takes its static branches
+(threadmap treats every value as static).  Examples::
+
+    cxx_layout(Layout((4, (2, 3)), (1, (4, 8))))
+        -> "Layout<cute::tuple<Int<4>,cute::tuple<Int<2>,Int<3>>>,cute::tuple<...>>{}"
+    cxx_tiler((Layout(4, 2), 8))    -> "make_tile(Layout<Int<4>,Int<2>>{},Int<8>{})"
+    cxx_coord((_, (1, _)))          -> "make_coord(_,make_coord(Int<1>{},_))"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadmap.layout import Layout, Underscore
+
+
+def cxx_type(t: Any) -> str:
+    """C++ *type* of a static int tuple: ``Int<4>`` or ``cute::tuple<Int<2>,Int<3>>``."""
+    if isinstance(t, tuple):
+        return "cute::tuple<" + ",".join(cxx_type(x) for x in t) + ">"
+    if isinstance(t, bool) or not isinstance(t, int):
+        raise TypeError(f"not a static integer: {t!r}")
+    return f"Int<{t}>"
+
+
+def cxx_value(t: Any) -> str:
+    """C++ *value* of a static int tuple: ``Int<4>{}`` or ``cute::tuple<...>{}``."""
+    return cxx_type(t) + "{}"
+
+
+def cxx_layout_type(layout: Layout) -> str:
+    return f"Layout<{cxx_type(layout.shape)},{cxx_type(layout.stride)}>"
+
+
+def cxx_layout(layout: Layout) -> str:
+    """A value expression for a fully static layout."""
+    return cxx_layout_type(layout) + "{}"
+
+
+def cxx_tiler(t: Any) -> str:
+    """A tiler: a Layout, an integer (``n:1``), ``_`` or a tuple of those (``make_tile``)."""
+    if isinstance(t, Layout):
+        return cxx_layout(t)
+    if isinstance(t, Underscore):
+        return "_"
+    if isinstance(t, tuple):
+        return "make_tile(" + ",".join(cxx_tiler(x) for x in t) + ")"
+    return cxx_value(t)
+
+
+def cxx_shape_tuple(t: Any) -> str:
+    """A (possibly nested) shape/step tuple as a C++ value (``Shape<...>{}``-like)."""
+    return cxx_value(t)
+
+
+def cxx_coord(c: Any, static: bool = True) -> str:
+    """A coordinate that may contain ``_``; integers are static unless ``static=False``."""
+    if isinstance(c, Underscore):
+        return "_"
+    if isinstance(c, tuple):
+        return "make_coord(" + ",".join(cxx_coord(x, static) for x in c) + ")"
+    return f"Int<{c}>{{}}" if static else str(int(c))
+
+
+def cxx_step(p: Any) -> str:
+    """A Step projection: ``1`` keeps a mode, ``_`` drops it (``Step<_1,X,_1>{}``)."""
+    def typ(x: Any) -> str:
+        if isinstance(x, Underscore):
+            return "X"
+        if isinstance(x, tuple):
+            return "Step<" + ",".join(typ(y) for y in x) + ">"
+        return f"Int<{x}>"
+    return typ(p) + "{}"

@@ -1,0 +1,309 @@
+"""The ``threadmap`` command line.
+
+``threadmap layout LAYOUT [OP [ARG]]...`` is a CuTe layout calculator: operations are
+applied left to right, each to the result of the previous one, e.g.::
+
+    threadmap layout "(2,2):(1,6)" complement 24        # (3,2):(2,12)
+    threadmap layout "(4,8):(8,1)" show                 # print_layout grid
+    threadmap layout "(4,8):(8,1)" logical_divide "(2,4)" --json
+
+Bad input prints one line on stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import numpy as np
+
+from threadmap.errors import ThreadmapError
+from threadmap.layout import layout as L
+from threadmap.layout.parse import parse_int_tuple, parse_layout
+from threadmap.layout.printing import print_layout
+
+
+def _tiler(text: str) -> Any:
+    """A tiler argument: a layout if it has ``:`` or a swizzle, else an int tuple / integer."""
+    if ":" in text or "Sw<" in text:
+        return parse_layout(text)
+    return parse_int_tuple(text)
+
+
+def _layout_arg(text: str) -> Any:
+    return parse_layout(text)
+
+
+def _int_arg(text: str) -> int:
+    v = parse_int_tuple(text)
+    if not isinstance(v, int):
+        raise ThreadmapError(f"expected an integer, got {text!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    nargs: int  # 0, 1, or -1 for "optional one"
+    fn: Callable[..., Any]
+    arg: Callable[[str], Any] = _tiler
+    help: str = ""
+
+
+OPS: dict[str, Op] = {op.name: op for op in [
+    Op("size", 0, L.size, help="number of coordinates"),
+    Op("cosize", 0, L.cosize, help="L(size-1)+1"),
+    Op("rank", 0, L.rank, help="number of top-level modes"),
+    Op("depth", 0, L.depth, help="nesting depth"),
+    Op("shape", 0, lambda x: x.shape),
+    Op("stride", 0, lambda x: x.stride),
+    Op("flatten", 0, L.flatten_layout),
+    Op("coalesce", -1, lambda x, p=None: L.coalesce(x, p), parse_int_tuple, "coalesce [PROFILE]"),
+    Op("filter", 0, L.filter),
+    Op("composition", 1, L.composition, help="composition TILER|LAYOUT"),
+    Op("complement", -1, lambda x, c=None: L.complement(x, c), parse_int_tuple,
+       "complement [COTARGET]"),
+    Op("right_inverse", 0, L.right_inverse),
+    Op("left_inverse", 0, L.left_inverse),
+    Op("logical_divide", 1, L.logical_divide),
+    Op("zipped_divide", 1, L.zipped_divide),
+    Op("tiled_divide", 1, L.tiled_divide),
+    Op("flat_divide", 1, L.flat_divide),
+    Op("logical_product", 1, L.logical_product),
+    Op("zipped_product", 1, L.zipped_product),
+    Op("tiled_product", 1, L.tiled_product),
+    Op("flat_product", 1, L.flat_product),
+    Op("blocked_product", 1, L.blocked_product, _layout_arg),
+    Op("raked_product", 1, L.raked_product, _layout_arg),
+    Op("get", 1, lambda x, i: L.get(x, i), _int_arg, "get MODE"),
+    Op("eval", 1, lambda x, c: x(c), parse_int_tuple, "eval COORD|INDEX"),
+    Op("table", 0, lambda x: _table(x), help="offsets of every index"),
+    Op("show", 0, lambda x: _Show(x), help="print_layout grid (rank 2)"),
+]}
+
+
+class _Show:
+    def __init__(self, layout: Any) -> None:
+        self.layout = layout
+
+
+def _table(x: Any) -> list[int]:
+    n = L.size(x)
+    if n > 1 << 20:
+        raise ThreadmapError(f"table of {n} entries is too large to print (limit 2^20)")
+    return [int(v) for v in np.asarray(x(np.arange(n)))]
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, list):
+        return v
+    return str(v)
+
+
+def run_layout(tokens: list[str]) -> list[tuple[str, Any]]:
+    """Apply the operations in ``tokens[1:]`` to ``tokens[0]``; returns (step, value) pairs."""
+    cur: Any = parse_layout(tokens[0])
+    steps: list[tuple[str, Any]] = [("input", cur)]
+    i = 1
+    while i < len(tokens):
+        name = tokens[i]
+        op = OPS.get(name)
+        if op is None:
+            raise ThreadmapError(f"unknown operation {name!r}; known: {', '.join(OPS)}")
+        i += 1
+        args: list[Any] = []
+        if op.nargs == 1:
+            if i >= len(tokens):
+                raise ThreadmapError(f"{name} needs an argument ({op.help or name + ' ARG'})")
+            args.append(op.arg(tokens[i]))
+            i += 1
+        elif op.nargs == -1 and i < len(tokens) and tokens[i] not in OPS:
+            args.append(op.arg(tokens[i]))
+            i += 1
+        cur = op.fn(cur, *args)
+        steps.append((name, cur))
+    return steps
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ThreadmapError as e:
+            click.echo(f"threadmap: error: {e}", err=True)
+            ctx.exit(2)
+        except RecursionError:
+            click.echo("threadmap: error: input nested too deeply", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="threadmap")
+def main() -> None:
+    """threadmap: simulate and verify CUTLASS/CuTe thread maps."""
+
+
+@main.command("layout", context_settings={"ignore_unknown_options": True})
+@click.argument("tokens", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--static", is_flag=True, help="print static integers as CuTe C++ does (_4)")
+def layout_cmd(tokens: tuple[str, ...], as_json: bool, static: bool) -> None:
+    """CuTe layout calculator: LAYOUT [OP [ARG]]...
+
+    \b
+    Operations: """
+    steps = run_layout(list(tokens))
+    name, result = steps[-1]
+    if as_json:
+        out: dict[str, Any] = {"input": str(steps[0][1]), "ops": [s for s, _ in steps[1:]]}
+        if isinstance(result, _Show):
+            from threadmap.layout.printing import layout_grid
+            out["layout"] = str(result.layout)
+            out["grid"] = layout_grid(result.layout).tolist()
+        elif isinstance(result, (L.Layout,)) or hasattr(result, "layout_b"):
+            out["result"] = _fmt(result, static)
+            out["shape"] = _jsonable(getattr(result, "shape", None))
+            out["stride"] = _jsonable(getattr(result, "stride", None))
+            out["size"] = int(L.size(result))
+            out["cosize"] = int(L.cosize(result))
+        else:
+            out["result"] = _jsonable(result)
+        click.echo(json.dumps(out))
+        return
+    if isinstance(result, _Show):
+        click.echo(print_layout(result.layout), nl=False)
+    elif isinstance(result, L.Layout) or hasattr(result, "layout_b"):
+        click.echo(_fmt(result, static))
+    elif isinstance(result, list):
+        click.echo(" ".join(str(v) for v in result))
+    elif isinstance(result, tuple):
+        click.echo(L.tuple_str(result, static))
+    else:
+        click.echo(str(result))
+
+
+layout_cmd.help = (layout_cmd.help or "") + ", ".join(OPS)
+
+
+def build_thread_map(tokens: list[str]) -> Any:
+    """``NAME ARG...`` -> a thread map; ARGs are the template parameters in header order
+    (shapes as ``64x64`` or ``(64,64)``); a transpose wraps ``--of``-style nested text."""
+    from threadmap.cutlass import THREAD_MAPS
+
+    if not tokens:
+        raise ThreadmapError("name a thread map: " + ", ".join(THREAD_MAPS))
+    name, *args = tokens
+    cls = THREAD_MAPS.get(name)
+    if cls is None:
+        raise ThreadmapError(f"unknown thread map {name!r}; known: {', '.join(THREAD_MAPS)}")
+    values: list[Any] = []
+    if name.startswith("Transpose"):
+        if not args:
+            raise ThreadmapError(f"{name} wraps a thread map: give it as one quoted argument")
+        values.append(build_thread_map(args[0].split()))
+        args = args[1:]
+    for a in args:
+        values.append(parse_int_tuple("(" + a.replace("x", ",") + ")") if "x" in a else parse_int_tuple(a))
+    try:
+        return cls(*values)
+    except TypeError as e:
+        raise ThreadmapError(f"{name}: wrong parameters ({e})") from None
+
+
+@main.command("threadmap", context_settings={"ignore_unknown_options": True})
+@click.argument("tokens", nargs=-1, required=True)
+@click.option("--thread", "thread", type=int, default=None, help="list every access of this thread")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) -> None:
+    """CUTLASS 2.x thread map calculator: NAME TEMPLATE-ARGS...
+
+    \b
+    threadmap threadmap PitchLinearStripminedThreadMap 64x64 128 4 --thread 50
+    threadmap threadmap PitchLinearWarpRakedThreadMap 64x8 128 8x4 8
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    tm = build_thread_map(list(tokens))
+    if thread is not None and not 0 <= thread < tm.threads:
+        raise ThreadmapError(f"--thread {thread} is outside [0, {tm.threads})")
+    coords = tm.coordinates()
+    info = {
+        "map": tm.cxx_type if hasattr(tm, "cxx_type") else repr(tm),
+        "threads": int(tm.threads),
+        "iterations": [int(v) for v in tm.iterations],
+        "delta": [int(v) for v in tm.delta],
+        "elements_per_access": int(tm.elements_per_access),
+    }
+    if thread is not None:
+        info["thread"] = thread
+        info["initial_offset"] = [int(v) for v in tm.initial_offset(thread)]
+        info["accesses"] = coords[thread].reshape(-1, 2).tolist()
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    con = Console(highlight=False)
+    con.print(info["map"], soft_wrap=True)
+    con.print(f"threads {info['threads']}  iterations (c,s) {tuple(info['iterations'])}  "
+              f"delta (c,s) {tuple(info['delta'])}  elements/access {info['elements_per_access']}")
+    if thread is None:
+        return
+    con.print(f"thread {thread}: initial offset (c,s) = {tuple(info['initial_offset'])}")
+    table = Table("strided it", "contiguous it", "strided", "contiguous elements")
+    per = coords[thread]
+    for s_it in range(per.shape[0]):
+        for c_it in range(per.shape[1]):
+            acc = per[s_it, c_it].reshape(-1, 2)
+            rows = sorted({int(r) for r in acc[:, 1]})
+            cols = acc[:, 0]
+            table.add_row(str(s_it), str(c_it), ",".join(map(str, rows)),
+                          f"{int(cols.min())}..{int(cols.max())}")
+    con.print(table)
+
+
+EXAMPLES: list[tuple[str, list[str]]] = [
+    ("complement from the CuTe notes (note 002)", ["layout", "(2,2):(1,6)", "complement", "24"]),
+    ("coalesce (note 002)", ["layout", "(2,(1,6)):(1,(6,2))", "coalesce"]),
+    ("logical_divide of a row-major 4x8 by a 2x4 tile", ["layout", "(4,8):(8,1)", "logical_divide", "(2,4)"]),
+    ("the sgemm_2 copy partition: raked_product of threads (32,8):(8,1) and values (4,1)",
+     ["layout", "(32,8):(8,1)", "raked_product", "(4,1):(1,0)"]),
+    ("a row-major 4x8 (GenRowMajor gives (N,1); note 000 says (1,N)) as print_layout draws it",
+     ["layout", "(4,8):(8,1)", "show"]),
+    ("PitchLinearStripminedThreadMap<64x64, 128, 4>, thread 50 (note 004)",
+     ["threadmap", "PitchLinearStripminedThreadMap", "64x64", "128", "4", "--thread", "50"]),
+]
+
+
+@main.command("examples")
+def examples_cmd() -> None:
+    """Run the calculators on examples from the study notes."""
+    for title, argv in EXAMPLES:
+        click.echo(f"\n# {title}\n$ threadmap " + " ".join(f'"{a}"' if any(c in a for c in "(),:") else a
+                                                        for a in argv))
+        main.main(args=argv, standalone_mode=False)
+
+
+def _fmt(x: Any, static: bool) -> str:
+    to_str = getattr(x, "to_str", None)
+    return to_str(static=static) if to_str else str(x)
+
+
+def entry() -> None:
+    """Console-script entry point: never lets a traceback reach the user for bad input."""
+    try:
+        main(standalone_mode=True)
+    except ThreadmapError as e:  # pragma: no cover - raised outside click's invoke
+        click.echo(f"threadmap: error: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -1,0 +1,27 @@
+"""Exceptions. Every user-facing error is a ``ValueError`` subclass whose message says what is wrong."""
+
+from __future__ import annotations
+
+
+class ThreadmapError(ValueError):
+    """Base of every error threadmap raises for bad input."""
+
+
+class ParseError(ThreadmapError):
+    """A layout, shape or swizzle string is malformed."""
+
+
+class LayoutError(ThreadmapError):
+    """Shapes/strides are invalid (non-positive, incongruent) or an operation's precondition fails."""
+
+
+class SwizzleError(ThreadmapError):
+    """Swizzle parameters are invalid."""
+
+
+class ThreadMapError(ThreadmapError):
+    """CUTLASS thread-map parameters are rejected (what the header's static_asserts reject)."""
+
+
+class AtomError(ThreadmapError):
+    """A copy/MMA atom or tiled copy/MMA is misconfigured."""
