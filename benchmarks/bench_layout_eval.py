@@ -29,8 +29,9 @@ import importlib.metadata as _md  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -39,6 +40,7 @@ sys.path.insert(0, str(_HERE.parent))  # the repository root: `import threadmap`
 sys.path.insert(0, str(_HERE))  # fast_table
 
 import fast_table  # noqa: E402
+
 from threadmap.layout import ComposedLayout, Layout, Swizzle  # noqa: E402
 from threadmap.layout.int_tuple import depth, rank, size  # noqa: E402
 
@@ -233,7 +235,7 @@ def main() -> None:
     print("  arbitrary index arrays via the table (gather), for comparison:")
     full("sw", "tab[idx], tab = fast table, idx = random permutation",
          lambda: fast_table.layout_table(L, swizzle=sw)[perm], args.repeat_slow)
-    del ar, perm
+    ar = perm = None  # free 128 MiB
 
     # ---------------------------------------------------------------- anatomy
     print(f"\n== where the time of {lib_label} goes (best of {args.repeat})")
@@ -251,11 +253,11 @@ def main() -> None:
     t64 = t32.astype(np.int64)
     part("sw(t) on an existing int32 table (3 passes, 2 temps)", lambda: sw(t32))
     part("sw(t) on an existing int64 table", lambda: sw(t64))
-    del t64
+    t64 = None
     scratch = np.empty_like(t32)
     part("in-place swizzle, int32, 1 reused scratch (out=)",
          lambda: fast_table.swizzle_inplace(t32, sw, scratch))
-    del t32, scratch
+    t32 = scratch = None
 
     # ---------------------------------------------------------------- per coordinate
     print(f"\n== per-coordinate evaluation (Python loop over {n_s} indices, best of 3)")

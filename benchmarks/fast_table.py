@@ -39,7 +39,8 @@ Everything here uses only ``+ & ^ >> <<`` on numpy arrays, so it stays inside th
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

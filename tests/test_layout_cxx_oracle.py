@@ -47,7 +47,7 @@ from threadmap.layout.int_tuple import product_each, wrap
 SEED = 20240611
 # ~0.2-0.4 s of nvcc per case: the default keeps the first (uncached) run near 2 minutes on
 # two cores.  THREADMAP_CXX_PER_OP=40 runs the full-size batch (about 1300 cases).
-PER_OP = int(os.environ.get("THREADMAP_CXX_PER_OP", "14"))
+PER_OP = int(os.environ.get("THREADMAP_CXX_PER_OP", "12"))
 N_PROGRAMS = 2
 
 # --------------------------------------------------------------------------- random inputs
@@ -490,19 +490,21 @@ def build_cases(seed: int = SEED, per_op: int = PER_OP) -> Gen:
         if rng.random() < 0.3:
             trg = tuple((2, x // 2) if x % 2 == 0 and x > 2 else x for x in trg)
         trg_v: Any = trg if len(trg) > 1 else trg[0]
+        # an integral target hits KNOWN_BUGS["product_each_int"]: tag it so it is excluded
+        tag = "" if len(trg) > 1 else KNOWN_TAG
         c = rng.random()
         if c < 0.4:
-            return (f"tile_to_shape({b}, {trg_v})",
+            return (tag + f"tile_to_shape({b}, {trg_v})",
                     _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)})"),
                     lambda: tl.tile_to_shape(b, trg_v), "layout")
         if c < 0.6:
-            return (f"tile_to_shape({b}, {trg_v}, GenRowMajor)",
+            return (tag + f"tile_to_shape({b}, {trg_v}, GenRowMajor)",
                     _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)}, GenRowMajor{{}})"),
                     lambda: tl.tile_to_shape(b, trg_v, GenRowMajor), "layout")
         o = list(range(1, len(trg) + 1))
         rng.shuffle(o)
         order: Any = tuple(o) if len(o) > 1 else o[0]
-        return (f"tile_to_shape({b}, {trg_v}, {order})",
+        return (tag + f"tile_to_shape({b}, {trg_v}, {order})",
                 _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)}, {cxx_value(order)})"),
                 lambda: tl.tile_to_shape(b, trg_v, order), "layout")
     g.add("tile_to_shape", per_op, m_tile_to_shape)
@@ -538,9 +540,43 @@ def build_cases(seed: int = SEED, per_op: int = PER_OP) -> Gen:
     for desc, cxx, fn in DESIGN_VALUES:
         g.cases.append(Case("design_known_values", desc, cxx, fn(), "layout"))
 
+    for name, (desc, cxx, fn) in KNOWN_BUGS.items():
+        try:
+            ours = fn()
+        except Exception as e:  # noqa: BLE001 - threadmap's failure is the finding
+            ours = e
+        g.cases.append(Case(f"known_bug:{name}", desc, cxx, ours, "tensor" if "tensor" in desc else "layout"))
+
     for i, c in enumerate(g.cases):
         c.cid = f"c{i:04d}"
     return g
+
+
+# Cases where threadmap differs from the header.  Each is compiled with the batch and run as
+# an xfail(strict=True) test: when the lead fixes threadmap the test XPASSes and fails, and
+# the entry (and KNOWN_TAG's exclusion in the random batch) should be removed.
+KNOWN_TAG = "[known bug product_each_int] "
+_T16 = Layout(16, 2)
+KNOWN_BUGS: dict[str, tuple[str, str, Callable[[], Any]]] = {
+    # cute/int_tuple.hpp:249  product_each(t) = transform(wrap(t), product): an integer
+    # becomes a rank-1 tuple, (12) not 12.  tile_to_shape (layout.hpp:1778-1800) takes
+    # product_each of the target, so ceil_div((12),(4)) = (3), the ordered layout is
+    # (3):(1) and blocked_product's zip gives ((4,(3))):((1,(4))).  threadmap's product_each
+    # returns the integer: ((4,3)):((1,4)) (same function, different tree).
+    "tile_to_shape_int_target": (
+        "tile_to_shape(4:1, 12)",
+        _print_stmt(f"tile_to_shape({cxx_layout(Layout(4, 1))}, Int<12>{{}})"),
+        lambda: tl.tile_to_shape(Layout(4, 1), 12)),
+    # Same root cause in local_partition (tensor_impl.hpp:1079-1087): the tiler is
+    # product_each(shape(tile)) = (4), so zipped_divide gives ((4)),((4)) and the flat coord
+    # (1) slices it: C++ ((_4)):((_8)) at offset 2.  threadmap tiles by the integer 4, gets
+    # 4-mode layouts and raises LayoutError "slice: coordinate (1,) does not match 4".
+    "local_partition_int_shape": (
+        "local_partition(tensor 16:2, 4:1, 1)",
+        _tensor_stmt(f"local_partition(make_tensor(counting_iterator<int>(0), "
+                     f"{cxx_layout(_T16)}), {cxx_layout(Layout(4, 1))}, 1)"),
+        lambda: tl.local_partition(Tensor(_T16, 0), Layout(4, 1), 1)),
+}
 
 
 # (description, C++ statement, threadmap computation); expected values are in DESIGN_EXPECTED
@@ -608,18 +644,41 @@ def run_batch(cases: list[Case], max_retries: int = 3) -> tuple[dict[str, str], 
 
 
 # --------------------------------------------------------------------------- comparison
+def _terms(v: Any, path: tuple[int, ...] = ()) -> tuple:
+    """A coordinate or offset as sorted non-zero ``(basis path, value)`` pairs, so that
+    C++'s ``3@0``, ``(3,0)`` and ``3`` (rank-1 identity) compare equal to threadmap's
+    ArithTuple/ScaledBasis/int forms."""
+    acc: dict[tuple[int, ...], int] = {}
+
+    def add(p: tuple[int, ...], x: Any) -> None:
+        acc[p] = acc.get(p, 0) + int(x)
+
+    def rec(x: Any, p: tuple[int, ...]) -> None:
+        if isinstance(x, tuple):
+            for i, y in enumerate(x):
+                rec(y, p + (i,))
+        elif isinstance(x, ScaledBasis):
+            add(p + x.path, x.value)
+        elif isinstance(x, ArithTuple):
+            for q, y in x.terms.items():
+                rec(y, p + q)
+        else:
+            add(p, x)
+
+    rec(v, path)
+    # a path that only extends another with zeros is the same coordinate: drop trailing
+    # zero indices (E<0> on a rank-1 identity equals the integral E<>)
+    norm: dict[tuple[int, ...], int] = {}
+    for p, x in acc.items():
+        q = p
+        while q and q[-1] == 0:
+            q = q[:-1]
+        norm[q] = norm.get(q, 0) + x
+    return tuple(sorted((p, x) for p, x in norm.items() if x != 0))
+
+
 def _values(layout: Layout) -> list[Any]:
-    out = []
-    for i in range(tl.size(layout)):
-        v = layout(i)
-        out.append(tuple(sorted(ArithTuple.of(v).terms.items())) if not isinstance(v, int) else v)
-    return out
-
-
-def _arith_tuple(v: Any, profile: Any) -> Any:
-    if isinstance(v, (ArithTuple, ScaledBasis)):
-        return ArithTuple.of(v).to_tuple(profile)
-    return v
+    return [_terms(layout(i)) for i in range(tl.size(layout))]
 
 
 def _int(text: str) -> int:
@@ -642,9 +701,8 @@ def compare(c: Case, out: str) -> str | None:
         if tl.size(theirs) != tl.size(ours) or _values(theirs) != _values(ours):
             msgs.append("value tables differ")
         if c.kind == "ilayout":
-            prof = profile_of(ours.shape)
-            ocs = [str(_arith_tuple(ours(i), prof)).replace(" ", "") for i in range(tl.size(ours))]
-            tcs = [str(parse_int_tuple(x)).replace(" ", "") for x in parts[1].split()]
+            ocs = [_terms(ours(i)) for i in range(tl.size(ours))]
+            tcs = [_terms(parse_int_tuple(x)) for x in parts[1].split()]
             if ocs != tcs:
                 msgs.append(f"coordinates: C++ {tcs[:8]} vs threadmap {ocs[:8]}")
         return "; ".join(msgs) or None
@@ -661,15 +719,11 @@ def compare(c: Case, out: str) -> str | None:
             if _int(parts[1]) != int(t.offset):
                 msgs.append(f"offset: C++ {parts[1]} vs threadmap {t.offset}")
         else:
-            prof = c.extra.get("profile")
-            cpp_off = parse_int_tuple(parts[1])
-            prof = profile_of(cpp_off)
-            ours_off = _arith_tuple(t.offset, prof)
-            if str(cpp_off) != str(ours_off):
-                msgs.append(f"offset: C++ {parts[1]} vs threadmap {ours_off}")
+            if _terms(parse_int_tuple(parts[1])) != _terms(t.offset):
+                msgs.append(f"offset: C++ {parts[1]} vs threadmap {t.offset}")
             if len(parts) > 2:
-                tcs = [str(parse_int_tuple(x)) for x in parts[2].split()]
-                ocs = [str(_arith_tuple(t(i), prof)) for i in range(tl.size(t.layout))]
+                tcs = [_terms(parse_int_tuple(x)) for x in parts[2].split()]
+                ocs = [_terms(t(i)) for i in range(tl.size(t.layout))]
                 if tcs != ocs:
                     msgs.append(f"coordinates: C++ {tcs[:6]} vs threadmap {ocs[:6]}")
         return "; ".join(msgs) or None
@@ -678,7 +732,8 @@ def compare(c: Case, out: str) -> str | None:
 
 # --------------------------------------------------------------------------- fixtures
 GEN = build_cases()
-OPS = list(dict.fromkeys(c.op for c in GEN.cases))
+OPS = [op for op in dict.fromkeys(c.op for c in GEN.cases)
+       if not op.startswith("known_bug:") and op != "design_known_values"]
 
 
 @pytest.fixture(scope="module")
@@ -699,6 +754,8 @@ def oracle() -> dict[str, Any]:
 def _report(cases: list[Case], oracle: dict[str, Any]) -> list[str]:
     bad = []
     for c in cases:
+        if c.desc.startswith(KNOWN_TAG):
+            continue
         if c.cid in oracle["errors"]:
             if isinstance(c.ours, Exception):
                 continue  # both reject (threadmap with the wrong exception type; see crashed)
@@ -719,7 +776,7 @@ def test_case_counts() -> None:
     counts = Counter(c.op for c in GEN.cases)
     assert sum(counts.values()) >= 300, counts
     for op, n in counts.items():
-        assert n >= 10, (op, n)
+        assert n >= min(5, PER_OP), (op, n)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -781,3 +838,21 @@ def test_header_rejects_what_threadmap_rejects() -> None:
     missing = [f"{op}: {desc} (threadmap: {e})" for i, (op, desc, _c, e) in enumerate(sample)
                if i not in hit]
     assert not missing, "threadmap rejects, but the header compiles:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[n][0])) for n in KNOWN_BUGS])
+def test_known_bug(name: str, oracle: dict[str, Any]) -> None:
+    """threadmap differs from the header here (see the comments in KNOWN_BUGS)."""
+    cases = [c for c in GEN.cases if c.op == f"known_bug:{name}"]
+    bad = _report(cases, oracle)
+    assert not bad, "\n".join(bad)
+
+
+def test_known_bug_cases_in_random_batch(oracle: dict[str, Any]) -> None:
+    """The random cases tagged with KNOWN_TAG do differ from the header (keeps the tag honest)."""
+    tagged = [c for c in GEN.cases if c.desc.startswith(KNOWN_TAG)]
+    if not tagged:
+        pytest.skip("no tagged cases")
+    untagged = [Case(c.op, c.desc[len(KNOWN_TAG):], c.cxx, c.ours, c.kind, c.cid) for c in tagged]
+    assert _report(untagged, oracle), "tagged cases all agree with the header: drop KNOWN_TAG"

@@ -12,6 +12,7 @@ evaluation core that serves Python ints, numpy arrays and z3 ``Sym`` values.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,30 @@ from threadmap.layout.int_tuple import (
     unwrap,
     wrap,
 )
+
+
+def _composed_types() -> tuple[type, ...]:
+    from threadmap.layout.swizzle import ComposedLayout, Swizzle  # late: swizzle imports us
+
+    return ComposedLayout, Swizzle
+
+
+def _dispatch(method: str | None = None, swizzle: bool = False) -> Any:
+    """Route a call whose first argument is a ComposedLayout (or, with ``swizzle``, a bare
+    Swizzle) to that object's method of the same name: the header's overloads for
+    ``cute/layout_composed.hpp``."""
+    def deco(f: Any) -> Any:
+        name = method or f.__name__
+
+        @functools.wraps(f)
+        def g(x: Any, *args: Any, **kw: Any) -> Any:
+            composed, sw = _composed_types()
+            if isinstance(x, composed) or (swizzle and isinstance(x, sw)):
+                return getattr(x, name)(*args, **kw)
+            return f(x, *args, **kw)
+        return g
+    return deco
+
 
 __all__ = [
     "Layout", "LayoutLeft", "LayoutRight", "GenColMajor", "GenRowMajor", "make_layout",
@@ -167,20 +192,16 @@ class Layout:
             c = tuple(c)
         return crd2idx(c, self.shape, self.stride)
 
-    def table(self, dtype: Any = None) -> np.ndarray:
-        """``L(i)`` for every ``i`` in ``[0, size)``, as one numpy array.
+    def table(self, dtype: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+        """``L(i)`` for every ``i`` in ``[0, size)``, as one numpy array (colex order).
 
-        Vectorised as broadcast per-mode sums ``sum_k stride_k * arange(shape_k)``: no
-        per-element Python work.  ``dtype`` defaults to int32 when every partial sum fits.
+        Vectorised as broadcast per-mode sums ``sum_k stride_k * arange(shape_k)`` written
+        into one array (see :func:`threadmap.layout.table.fast_table`): no per-element
+        Python work.  ``dtype`` defaults to int32 when every value fits.
         """
-        shp = flatten_to_tuple(self.shape)
-        std = flatten_to_tuple(self.stride)
-        if any(isinstance(d, ScaledBasis) for d in std):
-            raise LayoutError("table() needs integer strides; evaluate identity layouts with __call__")
-        if dtype is None:
-            hi = sum(abs(d) * (s - 1) for s, d in zip(shp, std))
-            dtype = np.int32 if hi < 2**31 else np.int64
-        return _broadcast_sum(shp, std, dtype)
+        from threadmap.layout.table import fast_table
+
+        return fast_table(self, None, 0, dtype=dtype, out=out)
 
     def get_hier_coord(self, idx: Any) -> Any:
         """``idx2crd(idx, shape, stride)`` (only meaningful for compact layouts)."""
@@ -215,24 +236,6 @@ def _has_underscore(c: Any) -> bool:
     if isinstance(c, (tuple, list)):
         return any(_has_underscore(x) for x in c)
     return False
-
-
-def _broadcast_sum(shp: Sequence[int], std: Sequence[int], dtype: Any) -> np.ndarray:
-    # numpy is row-major, CuTe colex: put mode 0 on the last axis so it varies fastest.
-    n = len(shp)
-    out: np.ndarray | None = None
-    for k in range(n - 1, -1, -1):
-        v = (np.arange(shp[k], dtype=dtype) * dtype(std[k])) if shp[k] > 1 else None
-        if v is None:
-            continue
-        if out is None:
-            out = v
-        else:
-            out = np.add.outer(out, v) if out.ndim else out + v
-            out = out.reshape(-1)
-    if out is None:
-        return np.zeros(1, dtype=dtype)
-    return out.reshape(-1)
 
 
 def _idx2crd_strided(idx: Any, shp: Any, std: Any) -> Any:
@@ -307,28 +310,32 @@ def make_layout_like(layout: Layout) -> Layout:
 
 
 # --------------------------------------------------------------------------- accessors
+@_dispatch()
 def size(x: Any) -> int:
     """Number of elements of the domain (product of the shape)."""
     return product(x.shape if isinstance(x, Layout) else x)
 
 
+@_dispatch()
 def cosize(layout: Layout) -> int:
     """``L(size(L) - 1) + 1``, as CuTe defines it (the codomain extent for positive strides)."""
     return layout(size(layout) - 1) + 1
 
 
+@_dispatch()
 def rank(x: Any) -> int:
     t = x.shape if isinstance(x, Layout) else x
     return len(t) if isinstance(t, tuple) else 1
 
 
+@_dispatch()
 def depth(x: Any) -> int:
     from threadmap.layout.int_tuple import depth as _d
     return _d(x.shape if isinstance(x, Layout) else x)
 
 
 def shape(x: Any) -> IntTuple:
-    return x.shape if isinstance(x, Layout) else x
+    return x.shape if hasattr(x, "shape") and not isinstance(x, tuple) else x
 
 
 def stride(x: Layout) -> IntTuple:
@@ -345,6 +352,7 @@ def _get_t(t: Any, i: int) -> Any:
     return t
 
 
+@_dispatch()
 def get(layout: Layout, *path: int) -> Layout:
     """Sublayout ``get<I0,I1,...>(layout)``."""
     s, d = layout.shape, layout.stride
@@ -353,11 +361,13 @@ def get(layout: Layout, *path: int) -> Layout:
     return Layout(s, d)
 
 
+@_dispatch()
 def select(layout: Layout, *modes: int) -> Layout:
     return Layout(tuple(_get_t(layout.shape, i) for i in modes),
                   tuple(_get_t(layout.stride, i) for i in modes))
 
 
+@_dispatch()
 def take(layout: Layout, begin: int, end: int) -> Layout:
     """Modes ``[begin, end)``."""
     r = rank(layout)
@@ -366,6 +376,7 @@ def take(layout: Layout, begin: int, end: int) -> Layout:
     return select(layout, *range(begin, end))
 
 
+@_dispatch()
 def group(layout: Layout, begin: int, end: int) -> Layout:
     """Group modes ``[begin, end)`` into one nested mode."""
     s, d = wrap(layout.shape), wrap(layout.stride)
@@ -374,6 +385,7 @@ def group(layout: Layout, begin: int, end: int) -> Layout:
     return Layout(s[:begin] + (s[begin:end],) + s[end:], d[:begin] + (d[begin:end],) + d[end:])
 
 
+@_dispatch("flatten", swizzle=False)
 def flatten_layout(layout: Layout) -> Layout:
     """Layout with depth at most 1 and the same function."""
     return Layout(flatten(layout.shape), flatten(layout.stride))
@@ -387,6 +399,7 @@ def _append_n(t: Any, n: int, x: Any) -> Any:
     return t if n == 1 else (t,) + (x,) * (n - 1)
 
 
+@_dispatch("append", swizzle=False)
 def append(layout: Layout, x: Layout | None = None, n: int | None = None) -> Layout:
     """Append mode ``x`` (default ``1:0``); with ``n``, pad with ``x`` up to rank ``n``."""
     xs, xd = (x.shape, x.stride) if x is not None else (1, 0)
@@ -425,6 +438,7 @@ def _bw_coalesce(fs: Sequence[Any], fd: Sequence[Any], ns: Any, nd: Any) -> Layo
     return Layout(tuple(new_s), tuple(new_d))
 
 
+@_dispatch()
 def coalesce(layout: Layout, profile: Any = None) -> Layout:
     """Simplest layout with the same function on ``[0, size)`` (depth <= 1).
 
@@ -458,6 +472,7 @@ def filter_zeros(layout: Layout, profile: Any = None) -> Layout:
     return Layout(_filter_zeros_shape(ref, layout.shape), layout.stride)
 
 
+@_dispatch()
 def filter(layout: Layout, profile: Any = None) -> Layout:
     """``coalesce(filter_zeros(L))``: remove stride-0 and size-1 modes."""
     if isinstance(profile, tuple):
@@ -607,6 +622,7 @@ def _coalesce_shape(shp: Any) -> Any:
     return product(shp)
 
 
+@_dispatch()
 def complement(layout: Layout, cotarget: Any = None) -> Layout:
     """The layout of the "rest": ordered, disjoint from ``layout`` and together with it
     filling ``cotarget``.
@@ -631,6 +647,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
 
 
 # --------------------------------------------------------------------------- inverses
+@_dispatch("right_inverse", swizzle=True)
 def right_inverse(layout: Any) -> Any:
     """``R`` with ``layout(R(i)) == i`` for all ``i < size(R)`` (the largest such prefix)."""
     if isinstance(layout, Underscore):
@@ -653,6 +670,7 @@ def right_inverse(layout: Any) -> Any:
     return coalesce(Layout(tuple(res_s), tuple(res_d)))
 
 
+@_dispatch("left_inverse", swizzle=True)
 def left_inverse(layout: Any) -> Any:
     """``R`` with ``R(layout(i)) == i`` for all ``i < size(layout)`` when ``layout`` is
     injective (a quasi-inverse otherwise)."""
@@ -680,8 +698,11 @@ def left_inverse(layout: Any) -> Any:
     return coalesce(Layout(tuple(res_s), tuple(res_d)))
 
 
+@_dispatch()
 def max_common_layout(a: Layout, b: Layout) -> Layout:
     """Largest ``R`` with ``a(R(i)) == i`` and ``b(R(i)) == i`` (a contiguous common vector)."""
+    if isinstance(b, _composed_types()[0]):
+        return b.max_common_layout(a)
     inv_b = right_inverse(b)
     common = coalesce(composition(a, inv_b))
     c0 = common[0]
@@ -690,13 +711,17 @@ def max_common_layout(a: Layout, b: Layout) -> Layout:
     return Layout(1, 0)
 
 
+@_dispatch()
 def max_common_vector(a: Layout, b: Layout) -> int:
     """Number of contiguous elements that correspond in ``a`` and ``b``."""
+    if isinstance(b, _composed_types()[0]):
+        return b.max_common_vector(a)
     common = coalesce(composition(a, right_inverse(b)))
     c0 = common[0]
     return c0.shape if c0.stride == 1 else 1  # type: ignore[return-value]
 
 
+@_dispatch()
 def nullspace(layout: Layout) -> Layout:
     """Layout of the stride-0 modes: ``layout(nullspace(L)(i)) == 0``."""
     fd = flatten_to_tuple(layout.stride)
@@ -734,12 +759,14 @@ def _zip2_by(t: Any, guide: Any) -> Any:
     return t
 
 
+@_dispatch()
 def tile_unzip(layout: Layout, tiler: Any) -> Layout:
     """Rearrange ``((A,a),(B,b),...)`` into ``((A,B,...),(a,b,...))`` guided by ``tiler``."""
     return Layout(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
 
 
 # --------------------------------------------------------------------------- divides
+@_dispatch()
 def logical_divide(layout: Layout, tiler: Any) -> Layout:
     """``composition(L, make_layout(T, complement(T, shape(coalesce(L)))))``; a tuple tiler
     divides mode-wise (remaining modes kept), an integer ``n`` means ``n:1``, ``_`` keeps."""
@@ -756,6 +783,7 @@ def logical_divide(layout: Layout, tiler: Any) -> Layout:
     raise LayoutError(f"logical_divide: bad tiler {tiler!r}")
 
 
+@_dispatch()
 def zipped_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes), (rest modes))``."""
     return tile_unzip(logical_divide(layout, tiler), _tiler_profile(tiler))
@@ -768,12 +796,14 @@ def _tiler_profile(tiler: Any) -> Any:
     return 0
 
 
+@_dispatch()
 def tiled_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes), rest0, rest1, ...)``."""
     r = zipped_divide(layout, tiler)
     return r(_, _rep(r[1]))
 
 
+@_dispatch()
 def flat_divide(layout: Layout, tiler: Any) -> Layout:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
     r = zipped_divide(layout, tiler)
@@ -787,9 +817,14 @@ def _rep(layout: Layout) -> Any:
 
 
 # --------------------------------------------------------------------------- products
+@_dispatch("logical_product", swizzle=False)
 def logical_product(block: Layout, tiler: Any) -> Layout:
     """``make_layout(A, composition(complement(A, size(A) * cosize(B)), B))``: ``B``'s
     layout of copies of ``A``."""
+    if isinstance(tiler, _composed_types()[0]):
+        from threadmap.layout.swizzle import swizzled_logical_product
+
+        return swizzled_logical_product(block, tiler)
     if isinstance(tiler, Layout):
         return make_layout(block, composition(complement(block, size(block) * cosize(tiler)), tiler))
     if isinstance(tiler, tuple):
@@ -803,20 +838,24 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
     raise LayoutError(f"logical_product: bad tiler {tiler!r}")
 
 
+@_dispatch()
 def zipped_product(block: Layout, tiler: Any) -> Layout:
     return tile_unzip(logical_product(block, tiler), _tiler_profile(tiler))
 
 
+@_dispatch()
 def tiled_product(block: Layout, tiler: Any) -> Layout:
     r = zipped_product(block, tiler)
     return r(_, _rep(r[1]))
 
 
+@_dispatch()
 def flat_product(block: Layout, tiler: Any) -> Layout:
     r = zipped_product(block, tiler)
     return r(_rep(r[0]), _rep(r[1]))
 
 
+@_dispatch()
 def blocked_product(block: Layout, tiler: Layout) -> Layout:
     """Mode-wise product with the block's modes innermost: ``zip(get<0>(P), get<1>(P))`` of
     ``P = logical_product(append<R>(block), append<R>(tiler))``."""
@@ -825,6 +864,7 @@ def blocked_product(block: Layout, tiler: Layout) -> Layout:
     return zip_layouts(p[0], p[1])
 
 
+@_dispatch()
 def raked_product(block: Layout, tiler: Layout) -> Layout:
     """Like blocked_product with the tiler's modes innermost (interleaved copies)."""
     r = max(rank(block), rank(tiler))
@@ -832,6 +872,7 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
     return zip_layouts(p[1], p[0])
 
 
+@_dispatch()
 def tile_to_shape(block: Layout, trg_shape: IntTuple, order: Any = LayoutLeft) -> Layout:
     """Repeat ``block`` (blocked_product) to fill ``trg_shape``."""
     trg_shape = _norm(trg_shape)
@@ -855,6 +896,7 @@ def tile_to_shape(block: Layout, trg_shape: IntTuple, order: Any = LayoutLeft) -
 
 
 # --------------------------------------------------------------------------- up/down cast
+@_dispatch("upcast", swizzle=True)
 def upcast(layout: Layout, n: int) -> Layout:
     """Reinterpret ``n`` elements as one (e.g. 4 x f32 -> 1 x 128-bit)."""
     def rec(s: Any, d: Any) -> Any:
@@ -868,6 +910,7 @@ def upcast(layout: Layout, n: int) -> Layout:
     return rec(layout.shape, layout.stride)
 
 
+@_dispatch("downcast", swizzle=True)
 def downcast(layout: Layout, n: int) -> Layout:
     """Reinterpret one element as ``n`` (stride-1 modes grow, others scale)."""
     if 1 not in flatten_to_tuple(layout.stride) and -1 not in flatten_to_tuple(layout.stride):
@@ -882,6 +925,7 @@ def downcast(layout: Layout, n: int) -> Layout:
     return rec(layout.shape, layout.stride)
 
 
+@_dispatch()
 def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
     """Layout of the same memory viewed with elements of ``new_bits`` instead of ``old_bits``."""
     from math import gcd
@@ -935,6 +979,8 @@ def _dice_t(c: Any, t: Any) -> Any:
 def slice_(crd: Any, layout: Layout) -> Layout:
     """Keep the modes where ``crd`` has ``_`` (CuTe ``slice``); nested tuples splice."""
     crd = _norm_crd(crd)
+    if isinstance(layout, _composed_types()[0]):
+        return layout.slice(crd)
     return Layout(_slice_t(crd, layout.shape), _slice_t(crd, layout.stride))
 
 
@@ -964,6 +1010,8 @@ def _zero_underscores(c: Any) -> Any:
 def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, Any]:
     """``(slice(crd, L), L(crd with _ -> 0))``."""
     crd = _norm_crd(crd)
+    if isinstance(layout, _composed_types()[0]):
+        return layout.slice_and_offset(crd)
     return slice_(crd, layout), layout(_zero_underscores(crd))
 
 
