@@ -490,21 +490,19 @@ def build_cases(seed: int = SEED, per_op: int = PER_OP) -> Gen:
         if rng.random() < 0.3:
             trg = tuple((2, x // 2) if x % 2 == 0 and x > 2 else x for x in trg)
         trg_v: Any = trg if len(trg) > 1 else trg[0]
-        # an integral target hits KNOWN_BUGS["product_each_int"]: tag it so it is excluded
-        tag = "" if len(trg) > 1 else KNOWN_TAG
         c = rng.random()
         if c < 0.4:
-            return (tag + f"tile_to_shape({b}, {trg_v})",
+            return (f"tile_to_shape({b}, {trg_v})",
                     _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)})"),
                     lambda: tl.tile_to_shape(b, trg_v), "layout")
         if c < 0.6:
-            return (tag + f"tile_to_shape({b}, {trg_v}, GenRowMajor)",
+            return (f"tile_to_shape({b}, {trg_v}, GenRowMajor)",
                     _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)}, GenRowMajor{{}})"),
                     lambda: tl.tile_to_shape(b, trg_v, GenRowMajor), "layout")
         o = list(range(1, len(trg) + 1))
         rng.shuffle(o)
         order: Any = tuple(o) if len(o) > 1 else o[0]
-        return (tag + f"tile_to_shape({b}, {trg_v}, {order})",
+        return (f"tile_to_shape({b}, {trg_v}, {order})",
                 _print_stmt(f"tile_to_shape({L(b)}, {cxx_value(trg_v)}, {cxx_value(order)})"),
                 lambda: tl.tile_to_shape(b, trg_v, order), "layout")
     g.add("tile_to_shape", per_op, m_tile_to_shape)
@@ -540,29 +538,28 @@ def build_cases(seed: int = SEED, per_op: int = PER_OP) -> Gen:
     for desc, cxx, fn in DESIGN_VALUES:
         g.cases.append(Case("design_known_values", desc, cxx, fn(), "layout"))
 
-    for name, (desc, cxx, fn) in KNOWN_BUGS.items():
+    for name, (desc, cxx, fn) in REGRESSIONS.items():
         try:
             ours = fn()
         except Exception as e:  # noqa: BLE001 - threadmap's failure is the finding
             ours = e
-        g.cases.append(Case(f"known_bug:{name}", desc, cxx, ours, "tensor" if "tensor" in desc else "layout"))
+        kind = "tensor" if "tensor" in desc else "layout"
+        g.cases.append(Case(f"regression:{name}", desc, cxx, ours, kind))
 
     for i, c in enumerate(g.cases):
         c.cid = f"c{i:04d}"
     return g
 
 
-# Cases where threadmap differs from the header.  Each is compiled with the batch and run as
-# an xfail(strict=True) test: when the lead fixes threadmap the test XPASSes and fails, and
-# the entry (and KNOWN_TAG's exclusion in the random batch) should be removed.
-KNOWN_TAG = "[known bug product_each_int] "
+# Regressions: cases where threadmap once differed from the header (fixed), kept as fixed
+# cases of the batch.
 _T16 = Layout(16, 2)
-KNOWN_BUGS: dict[str, tuple[str, str, Callable[[], Any]]] = {
+REGRESSIONS: dict[str, tuple[str, str, Callable[[], Any]]] = {
     # cute/int_tuple.hpp:249  product_each(t) = transform(wrap(t), product): an integer
     # becomes a rank-1 tuple, (12) not 12.  tile_to_shape (layout.hpp:1778-1800) takes
     # product_each of the target, so ceil_div((12),(4)) = (3), the ordered layout is
     # (3):(1) and blocked_product's zip gives ((4,(3))):((1,(4))).  threadmap's product_each
-    # returns the integer: ((4,3)):((1,4)) (same function, different tree).
+    # used to return the integer: ((4,3)):((1,4)) (same function, different tree).
     "tile_to_shape_int_target": (
         "tile_to_shape(4:1, 12)",
         _print_stmt(f"tile_to_shape({cxx_layout(Layout(4, 1))}, Int<12>{{}})"),
@@ -570,7 +567,7 @@ KNOWN_BUGS: dict[str, tuple[str, str, Callable[[], Any]]] = {
     # Same root cause in local_partition (tensor_impl.hpp:1079-1087): the tiler is
     # product_each(shape(tile)) = (4), so zipped_divide gives ((4)),((4)) and the flat coord
     # (1) slices it: C++ ((_4)):((_8)) at offset 2.  threadmap tiles by the integer 4, gets
-    # 4-mode layouts and raises LayoutError "slice: coordinate (1,) does not match 4".
+    # 4-mode layouts and raised LayoutError "slice: coordinate (1,) does not match 4".
     "local_partition_int_shape": (
         "local_partition(tensor 16:2, 4:1, 1)",
         _tensor_stmt(f"local_partition(make_tensor(counting_iterator<int>(0), "
@@ -607,7 +604,7 @@ def _program(cases: list[Case]) -> tuple[str, dict[int, str]]:  # noqa: D401
     return "\n".join(lines) + "\n", line_of
 
 
-_ERR_LINE = re.compile(r"prog_[0-9a-f]+\.cu\((\d+)\)|line (\d+) of [^\s]*prog_[0-9a-f]+\.cu")
+_ERR_LINE = re.compile(r"(?:prog|rej)_[0-9a-f]+\.cu\((\d+)\)|line (\d+) of [^\s]*(?:prog|rej)_[0-9a-f]+\.cu")
 
 
 def run_batch(cases: list[Case], max_retries: int = 3) -> tuple[dict[str, str], dict[str, str]]:
@@ -733,7 +730,7 @@ def compare(c: Case, out: str) -> str | None:
 # --------------------------------------------------------------------------- fixtures
 GEN = build_cases()
 OPS = [op for op in dict.fromkeys(c.op for c in GEN.cases)
-       if not op.startswith("known_bug:") and op != "design_known_values"]
+       if not op.startswith("regression:") and op != "design_known_values"]
 
 
 @pytest.fixture(scope="module")
@@ -754,8 +751,6 @@ def oracle() -> dict[str, Any]:
 def _report(cases: list[Case], oracle: dict[str, Any]) -> list[str]:
     bad = []
     for c in cases:
-        if c.desc.startswith(KNOWN_TAG):
-            continue
         if c.cid in oracle["errors"]:
             if isinstance(c.ours, Exception):
                 continue  # both reject (threadmap with the wrong exception type; see crashed)
@@ -773,7 +768,7 @@ def _report(cases: list[Case], oracle: dict[str, Any]) -> list[str]:
 
 
 def test_case_counts() -> None:
-    counts = Counter(c.op for c in GEN.cases)
+    counts = Counter(c.op for c in GEN.cases if c.op in OPS)
     assert sum(counts.values()) >= 300, counts
     for op, n in counts.items():
         assert n >= min(5, PER_OP), (op, n)
@@ -840,19 +835,9 @@ def test_header_rejects_what_threadmap_rejects() -> None:
     assert not missing, "threadmap rejects, but the header compiles:\n" + "\n".join(missing)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[n][0])) for n in KNOWN_BUGS])
-def test_known_bug(name: str, oracle: dict[str, Any]) -> None:
-    """threadmap differs from the header here (see the comments in KNOWN_BUGS)."""
-    cases = [c for c in GEN.cases if c.op == f"known_bug:{name}"]
+@pytest.mark.parametrize("name", list(REGRESSIONS))
+def test_regression(name: str, oracle: dict[str, Any]) -> None:
+    """Cases where threadmap once differed from the header (see the comments in REGRESSIONS)."""
+    cases = [c for c in GEN.cases if c.op == f"regression:{name}"]
     bad = _report(cases, oracle)
     assert not bad, "\n".join(bad)
-
-
-def test_known_bug_cases_in_random_batch(oracle: dict[str, Any]) -> None:
-    """The random cases tagged with KNOWN_TAG do differ from the header (keeps the tag honest)."""
-    tagged = [c for c in GEN.cases if c.desc.startswith(KNOWN_TAG)]
-    if not tagged:
-        pytest.skip("no tagged cases")
-    untagged = [Case(c.op, c.desc[len(KNOWN_TAG):], c.cxx, c.ours, c.kind, c.cid) for c in tagged]
-    assert _report(untagged, oracle), "tagged cases all agree with the header: drop KNOWN_TAG"

@@ -582,8 +582,8 @@ def test_divides_tuple_tiler(seed: int) -> None:
                                                           strip1(theirs.stride)):
             assert same_function(ours, theirs)
             continue  # K9: only singleton-tuple nesting differs
-        assert norm(tl.shape(ours)).replace("(", "").replace(")", "") == \
-            norm(theirs.shape).replace("(", "").replace(")", ""), (name, a, tiler, ours, theirs)
+        # K1 on some mode: same size, and that mode's coalesce_x differs from coalesce
+        assert tl.size(ours) == pc_size(theirs), (name, a, tiler, ours, theirs)
         assert any(tl.coalesce_x(m) != tl.coalesce(m) for m in modes[:r]), \
             (name, a, tiler, ours, theirs)
 

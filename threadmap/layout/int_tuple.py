@@ -184,8 +184,10 @@ def product(t: IntTuple) -> int:
 size = product
 
 
-def product_each(t: IntTuple) -> IntTuple:
-    return tuple(product(x) for x in t) if isinstance(t, tuple) else t
+def product_each(t: IntTuple) -> tuple:
+    """Product of each top-level mode; an integer is wrapped first (``product_each(12) ==
+    (12,)``), as ``transform(wrap(t), product)`` does in the header."""
+    return tuple(product(x) for x in wrap(t))
 
 
 def sum_(t: IntTuple) -> int:
