@@ -23,10 +23,12 @@ from threadmap.errors import LayoutError, ParseError, SwizzleError
 from threadmap.layout.int_tuple import ScaledBasis
 from threadmap.layout.layout import Layout
 
-_TOKEN = re.compile(r"\s*(?:(?P<sw>Sw<)|(?P<num>_?-?\d+)|(?P<name>[A-Za-z][A-Za-z0-9_]*)|(?P<p>[(),:<>@]))")
+_TOKEN = re.compile(r"\s*(?:(?P<sw>Sw<)|(?P<num>_?-?[0-9]+)"
+                    r"|(?P<name>[A-Za-z][A-Za-z0-9_]*)|(?P<p>[(),:<>@]))")
 
 MAX_TEXT = 100_000
 MAX_DEPTH = 64
+MAX_DIGITS = 18  # keeps every value inside int64, as CuTe's integers are
 
 
 class _Parser:
@@ -79,8 +81,11 @@ class _Parser:
         t = self.peek()
         if t is None or t[0] != "num":
             raise self.err("expected an integer")
+        digits = t[1].lstrip("_")
+        if len(digits.lstrip("-")) > MAX_DIGITS:
+            raise self.err(f"integer {digits[:12]}... has more than {MAX_DIGITS} digits")
         self.i += 1
-        return int(t[1].lstrip("_"))
+        return int(digits)
 
     def leaf(self) -> Any:
         t = self.peek()
