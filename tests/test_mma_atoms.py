@@ -219,7 +219,8 @@ def test_registry_contents() -> None:
                 assert atom.shape_mnk == (64, n, 16) and atom.num_threads == 128
                 assert atom.layout_c == gmma_64xN_layout_c(n)
     atom = get_mma_atom("SM80_16x8x16_F32F16F16F32_TN")
-    assert (atom.val_type_d, atom.val_type_a, atom.val_type_b, atom.val_type_c) == ("f32", "f16", "f16", "f32")
+    types = (atom.val_type_d, atom.val_type_a, atom.val_type_b, atom.val_type_c)
+    assert types == ("f32", "f16", "f16", "f32")
     assert get_mma_atom("SM80_16x8x16_F32BF16BF16F32_TN").val_type_a == "bf16"
 
 

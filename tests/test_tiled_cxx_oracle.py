@@ -511,3 +511,24 @@ def test_case_counts(oracle: dict[str, Any]) -> None:
     assert oracle["copy"][2] == N_COPY
     assert oracle["mma"][2] == N_MMA
     assert oracle["mma_copy"][2] == len(MMA_COPY_SPECS)
+
+
+def test_illegal_tiled_copies_fail_in_cxx_too() -> None:
+    """What threadmap rejects, the header's static_asserts reject (one program, two errors)."""
+    body = """int main() {
+  auto t1 = make_tiled_copy(Copy_Atom<UniversalCopy<uint128_t>, float>{},
+                            Layout<Shape<_32,_8>>{}, Layout<Shape<_2,_1>>{});
+  auto t2 = make_tiled_copy(Copy_Atom<SM75_U32x1_LDSM_N, half_t>{},
+                            Layout<Shape<_16,_1>>{}, Layout<Shape<_1,_2>>{});
+  print(t1); print(t2);
+}"""
+    with pytest.raises(AtomError, match="too few vals"):
+        make_tiled_copy(CopyAtom(get_copy_op("UniversalCopy<uint128_t>"), "float"),
+                        make_compact_layout((32, 8)), make_compact_layout((2, 1)))
+    with pytest.raises(AtomError, match="too few thrs"):
+        make_tiled_copy(CopyAtom(get_copy_op("SM75_U32x1_LDSM_N"), "half_t"),
+                        make_compact_layout((16, 1)), make_compact_layout((1, 2)))
+    with pytest.raises(RuntimeError) as err:
+        run_cxx(body)
+    assert "TiledCopy uses too few vals for selected CopyAtom" in str(err.value)
+    assert "TiledCopy uses too few thrs for selected CopyAtom" in str(err.value)

@@ -25,3 +25,8 @@ class ThreadMapError(ThreadmapError):
 
 class AtomError(ThreadmapError):
     """A copy/MMA atom or tiled copy/MMA is misconfigured."""
+
+
+class SpecError(ThreadmapError):
+    """A spec file or spec expression is invalid; the message starts with ``FILE:LINE:COL:``
+    when the offending place in a file is known."""

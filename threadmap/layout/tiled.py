@@ -177,9 +177,8 @@ def _like(x: Any, layout: Layout) -> Any:
 
 
 def _slice(x: Any, crd: Any) -> Any:
-    """``x(crd)`` with ``_`` in ``crd``: a Tensor keeps and advances its offset."""
-    if isinstance(x, Tensor):
-        return x(crd)
+    """``x(crd)`` with ``_`` in ``crd`` (CuTe slicing); a Tensor's offset advances by the
+    offset of the fixed coordinates, as CuTe advances the data pointer."""
     return x(crd)
 
 

@@ -1,0 +1,185 @@
+"""Spec format v1: the pydantic models (the contract between spec files and the verifier).
+
+A spec describes one kernel's thread mapping: the element type, the CTA size, named
+problem sizes, the grid, the tensors (global or shared, with CuTe layouts that may use the
+named sizes), and ordered stages (copies between tensor partitions or registers, and
+barriers), plus what the author expects.  ``specs/README.md`` documents every field;
+``threadmap schema`` prints the JSON Schema generated from these models.
+
+Expressions (sizes, grid, tile extents, tile coordinates) are strings or integers in the
+small grammar of :mod:`threadmap.spec.expr` (``ceil_div(M, 16)``, ``N / 4``, ``bx``) — never
+``eval``.  Layout strings are CuTe notation (:func:`threadmap.layout.parse`) in which named
+sizes may appear (``(M,N):(N,1)``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: element type name -> bits
+ELEMENT_BITS: dict[str, int] = {
+    "f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
+    "i64": 64, "u64": 64, "i32": 32, "u32": 32, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
+}
+
+Expr = int | str  # parsed by threadmap.spec.expr
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeRange(_Model):
+    """A named size that ranges (for proofs); enumerative checks run on ``samples``."""
+
+    min: int = Field(ge=1, description="smallest value")
+    max: int = Field(ge=1, description="largest value")
+    multiple_of: int = Field(1, ge=1, description="the size is a multiple of this")
+    samples: list[int] | None = Field(
+        None, description="values the enumerative checks use (default: a few edge values)")
+
+    @model_validator(mode="after")
+    def _order(self) -> SizeRange:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+Size = Annotated[int, Field(ge=1)] | SizeRange
+
+
+class TensorSpec(_Model):
+    """A tensor: where it lives and its CuTe layout (logical coordinate -> element offset)."""
+
+    memory: Literal["global", "shared"]
+    layout: str = Field(description="CuTe layout, may use named sizes: '(M,N):(N,1)', "
+                                    "'Sw<3,4,3> o (8,64):(64,1)'")
+    element: str | None = Field(None, description="element type if it differs from the spec's")
+    align: int = Field(256, ge=1, description="base address alignment in bytes (cudaMalloc: 256)")
+    alias: str | None = Field(None, description="another shared tensor whose buffer this one views")
+    offset: int = Field(0, ge=0, description="element offset of this view inside the buffer")
+
+    @field_validator("element")
+    @classmethod
+    def _elem(cls, v: str | None) -> str | None:
+        if v is not None and v not in ELEMENT_BITS:
+            raise ValueError(f"unknown element type {v!r}; known: {', '.join(ELEMENT_BITS)}")
+        return v
+
+
+class TiledCopySpec(_Model):
+    """``make_tiled_copy(Copy_Atom<atom, T>, threads, values)``."""
+
+    threads: str = Field(description="thread layout (CuTe notation)")
+    values: str = Field(description="value layout (CuTe notation)")
+    atom: str = Field("AutoVectorizingCopy", description="copy operation, e.g. UniversalCopy<uint128_t>")
+
+
+class ThreadMapSpec(_Model):
+    """A CUTLASS 2.x thread map by name and template parameters (pitch-linear)."""
+
+    name: str
+    shape: tuple[int, int] = Field(description="(contiguous, strided)")
+    threads: int = Field(ge=1)
+    elements_per_access: int = Field(1, ge=1)
+    warp_thread_arrangement: tuple[int, int] | None = None
+    contiguous_mode: Literal[0, 1] = Field(
+        1, description="which tensor mode is CUTLASS's contiguous dimension (1: row-major tile)")
+
+
+class MmaSpec(_Model):
+    """An MMA partition: ``make_tiled_mma(atom, atom_layout, permutation)`` then partition_X."""
+
+    atom: str = Field(description="MMA atom name, e.g. SM80_16x8x16_F32F16F16F32_TN")
+    atom_layout: str = Field("1:0", description="layout of atoms over (M,N,K)")
+    operand: Literal["A", "B", "C"]
+
+
+class Side(_Model):
+    """One side of a copy: a tile of a tensor partitioned among threads, or registers."""
+
+    tensor: str | None = Field(None, description="tensor name")
+    registers: str | None = Field(None, description="register fragment name")
+    tile: list[Expr] | None = Field(None, description="CTA tile extents (local_tile)")
+    at: list[Expr] | None = Field(None, description="tile coordinate, e.g. [bx, by] or [by, bx]")
+    threads: str | None = Field(None, description="thread layout for local_partition")
+    tiled_copy: TiledCopySpec | None = None
+    thread_map: ThreadMapSpec | None = None
+    mma: MmaSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Side:
+        if (self.tensor is None) == (self.registers is None):
+            raise ValueError("give exactly one of 'tensor' or 'registers'")
+        parts = [p for p in ("threads", "tiled_copy", "thread_map", "mma")
+                 if getattr(self, p) is not None]
+        if len(parts) > 1:
+            raise ValueError(f"give at most one partition, got {', '.join(parts)}")
+        if self.tensor is not None and not parts:
+            raise ValueError("a tensor side needs a partition: threads, tiled_copy, thread_map or mma")
+        if (self.tile is None) != (self.at is None):
+            raise ValueError("'tile' and 'at' go together")
+        return self
+
+
+class CopyStage(_Model):
+    src: Side
+    dst: Side
+    predicate: Literal["none", "bounds", "vector"] = Field(
+        "none", description="none; bounds: per element (identity tensor); "
+                            "vector: per access, the whole vector must be in bounds")
+    vector_bits: int | None = Field(
+        None, description="widest vector a plain (threads) partition may use; default scalar, "
+                          "as CuTe's copy() on dynamic global layouts")
+    name: str | None = None
+
+
+class Copy(_Model):
+    """A copy stage (``copy: {src, dst, predicate}``); ``copy`` is the key in spec files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    copy_: CopyStage = Field(alias="copy")
+
+
+Stage = Copy | Literal["barrier"]
+
+
+class Expect(_Model):
+    """What the author expects; the library's test compares the verdict."""
+
+    verdict: Literal["pass", "fail"] = "pass"
+    transform: Literal["copy", "transpose", "none"] = "none"
+    coverage: Literal["exact", "replicated"] = "exact"
+    bank_conflicts: int | None = Field(None, ge=0, description="max extra wavefronts per instruction")
+    sectors_per_request: float | None = Field(None, gt=0, description="max sectors/request ratio to ideal")
+    failing_checks: list[str] = Field(default_factory=list, description="checks expected to fail")
+
+
+class Spec(_Model):
+    spec: Literal[1] = 1
+    name: str
+    description: str = ""
+    element: str = "f32"
+    threads: Expr
+    sizes: dict[str, Size] = Field(default_factory=dict)
+    grid: list[Expr] = Field(default_factory=lambda: [1], min_length=1, max_length=3)
+    tensors: dict[str, TensorSpec]
+    stages: list[Stage] = Field(min_length=1)
+    expect: Expect = Field(default_factory=Expect)
+
+    @field_validator("element")
+    @classmethod
+    def _elem(cls, v: str) -> str:
+        if v not in ELEMENT_BITS:
+            raise ValueError(f"unknown element type {v!r}; known: {', '.join(ELEMENT_BITS)}")
+        return v
+
+    @field_validator("sizes")
+    @classmethod
+    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k in v:
+            if not k.isidentifier() or k in {"bx", "by", "bz", "ceil_div", "min", "max"}:
+                raise ValueError(f"size name {k!r} is not allowed")
+        return v
