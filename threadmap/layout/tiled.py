@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadmap.errors import AtomError, LayoutError
-from threadmap.layout.int_tuple import Underscore, _, flatten_to_tuple, product, product_each, wrap
+from threadmap.layout.int_tuple import (
+    Underscore,
+    _,
+    compact_major_left,
+    product,
+    product_each,
+    wrap,
+)
 from threadmap.layout.layout import (
     Layout,
     Tensor,
@@ -47,6 +54,7 @@ from threadmap.layout.layout import (
     logical_divide,
     logical_product,
     make_layout,
+    make_ordered_layout,
     raked_product,
     rank,
     right_inverse,
@@ -138,22 +146,10 @@ def _cxx_type(t: str | int) -> str:
     return _SHORT_TYPES.get(t, t)
 
 
-def _compact_left(shape: Any, current: int = 1) -> tuple[Any, int]:
-    if isinstance(shape, tuple):
-        out = []
-        for s in shape:
-            d, current = _compact_left(s, current)
-            out.append(d)
-        return tuple(out), current
-    if shape == 1:
-        return 0, current
-    return current, current * shape
-
-
 def make_compact_layout(shape: Any) -> Layout:
     """CuTe ``make_layout(shape)``: column-major (``compact_major<LayoutLeft>``), where a
     size-1 mode gets stride 0, as the header's ``detail::compact`` does for static ``_1``."""
-    return Layout(shape, _compact_left(shape)[0])
+    return Layout(shape)
 
 
 def _as_tile_mode(t: Any) -> Any:
@@ -828,36 +824,16 @@ def _filter_zeros_t(d: Any, s: Any) -> Any:
     return 1 if (isinstance(d, int) and d == 0) else s
 
 
-def _make_ordered_layout(shape: Any, order: Any) -> Layout:
-    """CuTe ``make_ordered_layout(shape, order)`` = ``make_layout(shape, compact_order(shape,
-    order))``: a leaf with order ``o`` starts at the product of the extents of all leaves with a
-    smaller order (equal orders share a start) and is column-major from there; static size-1
-    modes get stride 0."""
-    ref_shape = flatten_to_tuple(shape)
-    ref_order = flatten_to_tuple(order)
-
-    def rec(s: Any, o: Any) -> Any:
-        if isinstance(o, tuple):
-            return tuple(rec(si, oi) for si, oi in zip(s, o, strict=True))
-        start = 1
-        for rs, ro in zip(ref_shape, ref_order, strict=True):
-            if ro < o:
-                start *= rs
-        return _compact_left(s, start)[0]
-
-    return Layout(shape, rec(shape, order))
-
-
 def make_fragment_like(layout: Layout) -> Layout:
     """``make_fragment_like(layout)`` (cute/layout.hpp): mode 0 column-major (stride-0 modes
     kept broadcast-free), the other modes ordered like ``layout``'s strides, via tiled_product."""
     r = rank(layout)
     if r > 1:
         s0, d0 = layout.shape[0], layout.stride[0]  # type: ignore[index]
-        mode0 = Layout(s0, _compact_left(_filter_zeros_t(d0, s0))[0])
+        mode0 = Layout(s0, compact_major_left(_filter_zeros_t(d0, s0)))
         rest_s = tuple(layout.shape[1:])  # type: ignore[index]
         rest_d = tuple(layout.stride[1:])  # type: ignore[index]
-        return tiled_product(mode0, _make_ordered_layout(rest_s, rest_d))
+        return tiled_product(mode0, make_ordered_layout(rest_s, rest_d))
     return make_compact_layout(layout.shape)
 
 
