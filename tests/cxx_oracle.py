@@ -68,7 +68,7 @@ def run_cxx(body: str, *, prelude: str = PRELUDE, timeout: int = 600) -> str:
         cu.write_text(src)
         tmp = CACHE / f"prog_{key}.tmp{os.getpid()}"
         proc = subprocess.run(
-            [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "cu", str(cu), "-o", str(tmp)],
+            [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)],
             capture_output=True, text=True, timeout=timeout,
         )
         if proc.returncode != 0:

@@ -259,8 +259,8 @@ def test_heatmaps_are_xml() -> None:
 
     gmem = make_table(lambda t, v: (t, 0), 32, 1, shape=(32, 32), memory="global")
     groot = ET.fromstring(heatmap_svg(gmem))
-    assert len(groot.findall(f".//{SVG}rect")) == 32  # 32 sectors, 4 bytes used of each
-    assert "32 sectors (ideal 4), 8 lines" in [t.text for t in groot.iter(f"{SVG}text")]
+    assert len(groot.findall(f".//{SVG}rect")) == 32  # 32 sectors, 4 bytes used of each, rows 128 B apart
+    assert "32 sectors (ideal 4), 32 lines" in [t.text for t in groot.iter(f"{SVG}text")]
 
     page = ET.fromstring(page_svg([gmem, smem]))
     assert len(page.findall(f"{SVG}g")) == 4          # two tiles, two heat maps

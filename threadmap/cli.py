@@ -269,6 +269,14 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     con.print(table)
 
 
+@main.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of spec files (for editor autocompletion)."""
+    from threadmap.spec.cli_schema import schema_json
+
+    click.echo(schema_json(), nl=False)
+
+
 EXAMPLES: list[tuple[str, list[str]]] = [
     ("complement from the CuTe notes (note 002)", ["layout", "(2,2):(1,6)", "complement", "24"]),
     ("coalesce (note 002)", ["layout", "(2,(1,6)):(1,(6,2))", "coalesce"]),

@@ -51,6 +51,7 @@ class ScaledBasis:
     """
 
     __slots__ = ("value", "path")
+    __array_ufunc__ = None  # numpy defers to our reflected operators (array + E -> E.__radd__)
 
     def __init__(self, value: Any, path: tuple[int, ...]) -> None:
         self.value = value
@@ -93,6 +94,7 @@ class ArithTuple:
     """
 
     __slots__ = ("terms",)
+    __array_ufunc__ = None  # numpy defers to our reflected operators
 
     def __init__(self, terms: dict[tuple[int, ...], Any]) -> None:
         self.terms = terms

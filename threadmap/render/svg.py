@@ -237,7 +237,8 @@ def bank_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | Non
                 words = a.requests.get((p, b), {})
                 if words:
                     ws = "; ".join(f"word {wd}: lanes {compact_ints(ls)}" for wd, ls in words.items())
-                    tag = " CONFLICT" if len(words) > 1 else ""
+                    lanes = compact_ints([ln for ls in words.values() for ln in ls])
+                    tag = f" CONFLICT between lanes {lanes}" if len(words) > 1 else ""
                     parts.append(f"phase {p}{tag}: {ws}")
             tip = (f"warp {a.warp} step {a.step} bank {b}: {v} distinct word(s) in busiest phase"
                    + ("; " + " | ".join(parts) if parts else "; idle"))

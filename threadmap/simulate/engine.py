@@ -343,9 +343,12 @@ class Simulation:
         if tensor.spec.offset:
             offset = offset + tensor.spec.offset
         addr = tensor.base + offset * tensor.elem_bytes
+        meta: dict[str, Any] = {"tile": self._tile_shape(side, tensor)}
+        if side.tile is not None:
+            meta["tile_origin"] = lambda b, side=side, tensor=tensor: self._origins(side, tensor, b)
         return AccessTable(plan["index"], which, tensor.name, tensor.spec.memory, tensor.elem_bytes,
                            plan["vec"], tensor.shape, blk, thread, step, lane, value, coord, pred,
-                           offset, addr, buffer=tensor.buffer)
+                           offset, addr, buffer=tensor.buffer, meta=meta)
 
     def _origins(self, side: Side, tensor: ResolvedTensor, blocks: np.ndarray) -> np.ndarray:
         R = len(side.tile) if side.tile is not None else len(tensor.shape)

@@ -66,6 +66,7 @@ MAX_MESSAGES = 20             # problems listed in one SpecError
 
 SPEC_SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SIZE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _LAYOUT_NAME = re.compile(r"(?<![A-Za-z0-9_<])([A-Za-z][A-Za-z0-9_]*)")
 
@@ -98,12 +99,15 @@ class _Located:
 
 
 def _fmt_path(path: Sequence[Any]) -> str:
+    """``stages[0].copy.src``; keys that are not plain names are quoted: ``sizes["a b"]``."""
     out = ""
     for c in path:
         if isinstance(c, int) and not isinstance(c, bool):
             out += f"[{c}]"
+        elif isinstance(c, str) and _PLAIN_KEY.fullmatch(c):
+            out += ("." if out else "") + c
         else:
-            out += ("." if out else "") + str(c)
+            out += f"[{json.dumps(c if isinstance(c, str) else repr(c))}]"
     return out or "(top level)"
 
 
@@ -123,7 +127,8 @@ class _Errors:
 
     def add(self, path: Path_, msg: str, key: bool = False, display: Path_ | None = None) -> None:
         line, col = self.mark(path, key)
-        text = f"{self.name}:{line}:{col}: {_fmt_path(path if display is None else display)}: {msg}"
+        text = _clean(f"{self.name}:{line}:{col}: "
+                      f"{_fmt_path(path if display is None else display)}: {msg}")
         if text not in self.seen:
             self.seen.add(text)
             self.lines.append(text)
@@ -136,20 +141,47 @@ class _Errors:
             raise SpecError("\n".join(lines))
 
 
+def _clean(text: str) -> str:
+    """Escape unprintable characters so that one problem stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _fail(name: str, line: int, col: int, msg: str, path: Path_ | None = None) -> SpecError:
     """A located error for problems found while reading the file (syntax, limits)."""
     where = "(file)" if path is None else _fmt_path(path)
-    return SpecError(f"{name}:{line}:{col}: {where}: {msg}")
+    return SpecError(_clean(f"{name}:{line}:{col}: {where}: {msg}"))
 
 
 # ----------------------------------------------------------------------------- YAML
 
 
+#: libyaml's safe loader when PyYAML has it (5-10x faster), else the pure-Python one; both
+#: give node marks and construct with SafeConstructor only
+_YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
+def _yaml_unmarked(e: yaml.YAMLError, text: str, name: str) -> SpecError:
+    """A YAML error without a mark (reader errors): locate it by its character position."""
+    pos = getattr(e, "position", None)
+    m = re.search(r"position (\d+)", str(e))
+    if pos is None and m:
+        pos = int(m.group(1))
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if pos is None:
+        return _fail(name, 1, 1, f"YAML: {msg}")
+    pos = min(int(pos), len(text))
+    line = text.count("\n", 0, pos) + 1
+    return _fail(name, line, pos - (text.rfind("\n", 0, pos) + 1) + 1, f"YAML: {msg}")
+
+
 def _load_yaml(text: str, name: str) -> _Located:
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = _YamlLoader(text)
+    except yaml.YAMLError as e:
+        raise _yaml_unmarked(e, text, name) from None
     try:
         try:
             root = loader.get_single_node()
@@ -158,7 +190,7 @@ def _load_yaml(text: str, name: str) -> _Located:
             line, col = (m.line + 1, m.column + 1) if m else (1, 1)
             raise _fail(name, line, col, f"YAML: {e.problem or e.context or e}") from None
         except yaml.YAMLError as e:
-            raise _fail(name, 1, 1, f"YAML: {e}") from None
+            raise _yaml_unmarked(e, text, name) from None
         except RecursionError:
             raise _fail(name, 1, 1, "YAML nested too deeply") from None
         if root is None:
@@ -175,21 +207,26 @@ def _load_yaml(text: str, name: str) -> _Located:
             if count[0] > MAX_NODES:
                 raise _fail(name, *mk(node), f"more than {MAX_NODES} values (alias expansion?)")
             if depth > MAX_NESTING:
-                raise _fail(name, *mk(node), f"nested deeper than {MAX_NESTING} levels")
+                raise _fail(name, *mk(node), f"nested deeper than {MAX_NESTING} levels "
+                            "(or a recursive alias)")
             if path is None:
                 return loader.construct_object(node, deep=True)
             loc.values[path] = mk(node)
             if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _YAML_TAGS:
                 raise _fail(name, *mk(node), f"unsupported YAML tag {node.tag!r}", path)
             if isinstance(node, yaml.MappingNode):
-                loader.flatten_mapping(node)  # merge keys (<<)
+                explicit = {id(k) for k, _ in node.value}
+                loader.flatten_mapping(node)  # merge keys (<<): merged pairs come first
                 out: dict[Any, Any] = {}
+                from_file: set[Any] = set()
                 for knode, vnode in node.value:
                     if not isinstance(knode, yaml.ScalarNode):
                         raise _fail(name, *mk(knode), "a mapping key must be a plain value")
                     key = build(knode, None, depth + 1)
-                    if key in out:
-                        raise _fail(name, *mk(knode), f"duplicate key {key!r}", (*path, key))
+                    if id(knode) in explicit:
+                        if key in from_file:
+                            raise _fail(name, *mk(knode), f"duplicate key {key!r}", (*path, key))
+                        from_file.add(key)
                     loc.keys[(*path, key)] = mk(knode)
                     out[key] = build(vnode, (*path, key), depth + 1)
                 return out
@@ -489,9 +526,9 @@ def _message(err: Mapping[str, Any]) -> str:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     if etype == "missing":
-        return f"missing required field '{err['loc'][-1]}'"
+        return f"missing required field {err['loc'][-1]!r}"
     if etype == "extra_forbidden":
-        return f"unknown field '{err['loc'][-1]}'"
+        return f"unknown field {err['loc'][-1]!r}"
     if etype in _SCALAR_ERRORS | _CONTAINER_ERRORS and "input" in err:
         shown = repr(err["input"])
         if len(shown) > 40:
@@ -519,7 +556,13 @@ def _pydantic_errors(e: ValidationError, data: Any, errs: _Errors) -> None:
             return err["type"] in _SCALAR_ERRORS
         return err["type"] in _CONTAINER_ERRORS
 
-    kept = [it for it in items if not noise(it)] or items
+    # drop a union member's "wrong kind of value" errors, unless every error about that
+    # union node is one (then they all stay: "valid integer or: valid string")
+    groups: dict[Path_ | None, list[bool]] = {}
+    flags = [noise(it) for it in items]
+    for it, f in zip(items, flags):
+        groups.setdefault(it[2], []).append(f)
+    kept = [it for it, f in zip(items, flags) if not f or all(groups[it[2]])]
     merged: dict[tuple[Path_, bool], list[str]] = {}
     for err, path, _ in kept:
         merged.setdefault((path, err["type"] == "extra_forbidden"), [])

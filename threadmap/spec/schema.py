@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 #: element type name -> bits
 ELEMENT_BITS: dict[str, int] = {
@@ -24,7 +24,7 @@ ELEMENT_BITS: dict[str, int] = {
     "i64": 64, "u64": 64, "i32": 32, "u32": 32, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
 }
 
-Expr = int | str  # parsed by threadmap.spec.expr
+Expr = StrictInt | str  # parsed by threadmap.spec.expr; bools/floats are not sizes
 
 
 class _Model(BaseModel):
@@ -47,7 +47,7 @@ class SizeRange(_Model):
         return self
 
 
-Size = Annotated[int, Field(ge=1)] | SizeRange
+Size = Annotated[StrictInt, Field(ge=1)] | SizeRange
 
 
 class TensorSpec(_Model):
@@ -130,7 +130,7 @@ class CopyStage(_Model):
     predicate: Literal["none", "bounds", "vector"] = Field(
         "none", description="none; bounds: per element (identity tensor); "
                             "vector: per access, the whole vector must be in bounds")
-    vector_bits: int | None = Field(
+    vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(
         None, description="widest vector a plain (threads) partition may use; default scalar, "
                           "as CuTe's copy() on dynamic global layouts")
     name: str | None = None
@@ -158,16 +158,18 @@ class Expect(_Model):
 
 
 class Spec(_Model):
-    spec: Literal[1] = 1
-    name: str
+    spec: Literal[1] = Field(1, description="spec format version")
+    name: str = Field(description="kernel name shown in reports")
     description: str = ""
-    element: str = "f32"
-    threads: Expr
-    sizes: dict[str, Size] = Field(default_factory=dict)
-    grid: list[Expr] = Field(default_factory=lambda: [1], min_length=1, max_length=3)
-    tensors: dict[str, TensorSpec]
-    stages: list[Stage] = Field(min_length=1)
-    expect: Expect = Field(default_factory=Expect)
+    element: str = Field("f32", description="element type: " + ", ".join(ELEMENT_BITS))
+    threads: Expr = Field(description="threads per CTA, 1..1024 (expression)")
+    sizes: dict[str, Size] = Field(default_factory=dict,
+                                   description="named problem sizes: an integer or a range")
+    grid: list[Expr] = Field(default_factory=lambda: [1], min_length=1, max_length=3,
+                             description="blocks along x, y, z (expressions); coordinates bx, by, bz")
+    tensors: dict[str, TensorSpec] = Field(description="tensors in global or shared memory")
+    stages: list[Stage] = Field(min_length=1, description="copies and barriers, in program order")
+    expect: Expect = Field(default_factory=Expect, description="what the author expects")
 
     @field_validator("element")
     @classmethod

@@ -31,20 +31,49 @@ def coords2d(t: AccessTable) -> np.ndarray:
 
 
 def in_bounds(coord: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Rows of ``coord`` (n, R) inside ``[0, shape)`` in every mode."""
-    ok = np.ones(coord.shape[0], dtype=bool)
+    """Rows of ``coord`` (n, R) inside ``[0, shape)`` in every mode (one unsigned compare per mode)."""
+    ok: np.ndarray | None = None
     for i, e in enumerate(shape):
-        ok &= (coord[:, i] >= 0) & (coord[:, i] < e)
-    return ok
+        m = np.less(coord[:, i].view(np.uint64), np.uint64(e))
+        ok = m if ok is None else np.logical_and(ok, m, out=ok)
+    return np.ones(coord.shape[0], dtype=bool) if ok is None else ok
 
 
-def linearize(coord: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Colexicographic (mode 0 fastest) linear index of in-range coordinates."""
-    idx = np.zeros(coord.shape[0], dtype=np.int64)
-    mul = 1
+def all_in_bounds(coord: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether every row of ``coord`` is inside ``[0, shape)`` (min/max per column)."""
+    if coord.shape[0] == 0:
+        return True
+    if coord.flags.c_contiguous:   # quick sufficient test on the flat array (SIMD reductions)
+        flat = coord.reshape(-1)
+        if int(flat.min()) >= 0 and int(flat.max()) < min(shape):
+            return True
     for i, e in enumerate(shape):
-        idx += coord[:, i] * mul
-        mul *= int(e)
+        col = coord[:, i]
+        if int(col.min()) < 0 or int(col.max()) >= e:
+            return False
+    return True
+
+
+def linearize(coord: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+    """Colexicographic (mode 0 fastest) linear index of in-range coordinates.
+
+    ``out``: an int64 scratch array of at least ``n`` entries to write into (avoids
+    allocating, and page-faulting, a fresh array per chunk).
+    """
+    R = len(shape)
+    n = coord.shape[0]
+    idx = np.empty(n, dtype=np.int64) if out is None or out.size < n else out[:n]
+    if R == 0:
+        idx[:] = 0
+        return idx
+    mul = int(np.prod(shape[:-1], dtype=np.int64)) if R > 1 else 1
+    np.multiply(coord[:, R - 1], mul, out=idx)
+    for i in range(R - 2, -1, -1):
+        mul //= int(shape[i])
+        if mul == 1:
+            np.add(idx, coord[:, i], out=idx)
+        else:
+            np.add(idx, coord[:, i] * mul, out=idx)
     return idx
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from threadmap.simulate.access import AccessTable
 from threadmap.verify._util import coords2d, delinearize, first_false, in_bounds, row_witness
 from threadmap.verify.coverage import GridCoverage
-from threadmap.verify.result import MAX_FINDINGS, CheckResult, Finding
+from threadmap.verify.result import CheckResult, Finding
 
 CHECK = "predicates"
 
@@ -152,14 +152,14 @@ class PredicateCheck:
                             f"{self.shape[w['mode']]} and is {what}"
                             + (f"; weakest precondition: {' and '.join(pre)}" if pre else ""),
                             {**a, "lanes": w["lanes"], "precondition": pre}, self.stage, self.side))
-        for w in g.oob_witness:
+        for w in g.oob_witness[:8]:
             res.add(Finding(CHECK, "out_of_bounds",
                             f"block {w['block']} thread {w['thread']} value {w['value']} accesses "
                             f"{w['coordinate']} outside the tensor {self.shape} with a true predicate",
                             w, self.stage, self.side))
-        res.total_findings += max(0, g.n_oob_active - len(g.oob_witness))
+        res.total_findings += max(0, g.n_oob_active - len(g.oob_witness[:8]))
         if lost:
-            for k in first_false(cov, MAX_FINDINGS):
+            for k in first_false(cov, 8):
                 coord = delinearize(k, self.shape)
                 mw = g.masked_witness(k)
                 how = (f"; its access (block {mw['block']} thread {mw['thread']} step {mw['step']}) "
@@ -167,7 +167,7 @@ class PredicateCheck:
                 res.add(Finding(CHECK, "lost",
                                 f"in-bounds element {coord} is not accessed by any true predicate{how}",
                                 {"coordinate": coord, "masked_access": mw}, self.stage, self.side))
-            res.total_findings += max(0, lost - MAX_FINDINGS)
+            res.total_findings += max(0, lost - 8)
         res.summary = {"shape": self.shape, "out_of_bounds": g.n_oob_active, "lost": lost,
                        "straddling": self.straddling, "straddling_masked": self.straddle_lost,
                        "straddling_oob": self.straddle_oob, "precondition": pre}
