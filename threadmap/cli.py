@@ -269,6 +269,166 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     con.print(table)
 
 
+
+FORMATS = ("table", "json", "junit", "sarif")
+
+
+def _spec_files(paths: tuple[str, ...]) -> list[Any]:
+    from pathlib import Path
+
+    from threadmap.spec.load import iter_spec_files
+
+    files: list[Any] = []
+    for p in paths:
+        if not Path(p).exists():
+            raise ThreadmapError(f"{p}: no such file or directory")
+        files.extend(iter_spec_files(p) if Path(p).is_dir() else [Path(p)])
+    if not files:
+        raise ThreadmapError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
+    return files
+
+
+@main.command("verify")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="write the report here instead of stdout")
+@click.option("--exhaustive", is_flag=True, help="simulate every block instead of the tiling proof")
+@click.option("--max-blocks", type=click.IntRange(1), default=64, show_default=True,
+              help="grids with more blocks are sampled (edges + interior) and proved by tiling")
+@click.option("-v", "--verbose", is_flag=True, help="show passing checks too")
+def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, exhaustive: bool,
+               max_blocks: int, verbose: bool) -> None:
+    """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
+    conflicts, vectorization and dataflow.
+
+    Exit status: 0 every spec passes, 1 findings, 2 invalid spec or usage.
+    """
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from threadmap.report.formats import render_table, to_json, to_junit, to_sarif
+    from threadmap.spec.load import load_spec
+    from threadmap.verify.pipeline import verify_spec
+
+    files = _spec_files(paths)
+    loaded = [load_spec(f) for f in files]  # all specs validated before any simulation
+    err = Console(stderr=True)
+    reports: list[dict[str, Any]] = []
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as prog:
+        task = prog.add_task("verifying", total=len(loaded))
+        for ls in loaded:
+            prog.update(task, description=f"verifying {ls.path}")
+            reports.extend(verify_spec(ls, exhaustive=exhaustive, max_blocks=max_blocks))
+            prog.advance(task)
+    if fmt == "table":
+        con = Console(highlight=False, file=open(output, "w") if output else None)  # noqa: SIM115
+        render_table(reports, con, verbose=verbose)
+        n_fail = sum(r["verdict"] == "fail" for r in reports)
+        con.print(f"{len(reports)} spec runs: {len(reports) - n_fail} pass, {n_fail} fail")
+    else:
+        text = {"json": to_json, "junit": to_junit, "sarif": to_sarif}[fmt](reports)
+        if output:
+            with open(output, "w") as f:
+                f.write(text)
+        else:
+            click.echo(text)
+    if any(r["verdict"] == "fail" for r in reports):
+        raise SystemExit(1)
+
+
+@main.command("simulate")
+@click.argument("spec_path")
+@click.option("--format", "fmt", type=click.Choice(("csv", "json", "npz")), default="csv", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="output file (required for npz)")
+@click.option("--blocks", default="0", show_default=True,
+              help="block ids to simulate: 'all', one id, or a range 'a:b'")
+def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str) -> None:
+    """Print the access table of every stage: (block, thread, step, value) -> coordinate,
+    predicate, byte address."""
+    from threadmap.simulate.engine import Simulation
+    from threadmap.spec.load import load_spec
+
+    ls = load_spec(spec_path)
+    sim = Simulation(ls.spec, ls.envs[0])
+    if blocks == "all":
+        ids = np.arange(sim.num_blocks)
+    elif ":" in blocks:
+        a, b = (int(x) for x in blocks.split(":", 1))
+        ids = np.arange(max(0, a), min(b, sim.num_blocks))
+    else:
+        ids = np.array([int(blocks)])
+    if ids.size == 0 or ids.max() >= sim.num_blocks or ids.min() < 0:
+        raise ThreadmapError(f"--blocks {blocks!r} is outside the grid's {sim.num_blocks} blocks")
+    cols = ["stage", "side", "tensor", "block", "thread", "step", "lane", "value", "coord", "pred",
+            "offset", "addr"]
+    tables = [t for p in sim.stage_plans for t in sim.tables(p, ids).values()]
+    if fmt == "npz":
+        if not output:
+            raise ThreadmapError("--format npz needs -o FILE")
+        arrays = {}
+        for t in tables:
+            key = f"stage{t.stage}_{t.side}"
+            for c in cols[3:]:
+                arrays[f"{key}_{c}"] = getattr(t, c)
+        np.savez_compressed(output, **arrays)
+        return
+    out = open(output, "w") if output else sys.stdout  # noqa: SIM115
+    if fmt == "json":
+        doc = [{"stage": t.stage, "side": t.side, "tensor": t.tensor, "memory": t.memory, "vec": t.vec,
+                "rows": {c: getattr(t, c).tolist() for c in cols[3:]}} for t in tables]
+        out.write(json.dumps({"spec": ls.spec.name, "sizes": ls.envs[0], "tables": doc}) + "\n")
+    else:
+        out.write(",".join(cols) + "\n")
+        for t in tables:
+            for i in range(len(t)):
+                crd = "(" + ";".join(str(int(x)) for x in t.coord[i]) + ")"
+                out.write(f"{t.stage},{t.side},{t.tensor},{t.block[i]},{t.thread[i]},{t.step[i]},"
+                          f"{t.lane[i]},{t.value[i]},{crd},{int(t.pred[i])},{t.offset[i]},{t.addr[i]}\n")
+    if output:
+        out.close()
+
+
+@main.command("show")
+@click.argument("spec_path")
+@click.option("--stage", type=int, default=None, help="only this stage index")
+@click.option("--block", type=int, default=0, show_default=True)
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="also write an SVG picture (tiles coloured by thread, bank/sector heat maps)")
+@click.option("--warp", type=int, default=0, show_default=True, help="warp for the bank/sector map")
+@click.option("--step", type=int, default=0, show_default=True, help="instruction for the bank/sector map")
+def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None, warp: int,
+             step: int) -> None:
+    """Draw each stage's tiles like CuTe's print_layout (thread/value per cell), and the bank
+    or sector map of one warp instruction."""
+    from threadmap.render import access_map, page_svg, tile_grid
+    from threadmap.simulate.engine import Simulation
+    from threadmap.spec.load import load_spec
+
+    ls = load_spec(spec_path)
+    sim = Simulation(ls.spec, ls.envs[0])
+    if not 0 <= block < sim.num_blocks:
+        raise ThreadmapError(f"--block {block} is outside the grid's {sim.num_blocks} blocks")
+    tables = []
+    for p in sim.stage_plans:
+        if stage is not None and p["index"] != stage:
+            continue
+        for t in sim.tables(p, np.array([block])).values():
+            if t.memory == "register":
+                continue
+            tables.append(t)
+            click.echo(tile_grid(t, block, title=f"stage {t.stage} {t.side}: {t.tensor} ({t.memory})"))
+            if t.memory in ("shared", "global"):
+                click.echo(access_map(t, block, step=step, warp=warp))
+    if stage is not None and not tables:
+        raise ThreadmapError(f"--stage {stage}: no copy stage with that index")
+    if svg_path:
+        with open(svg_path, "w") as f:
+            f.write(page_svg(tables, block))
+        click.echo(f"wrote {svg_path}")
+
+
 @main.command("schema")
 def schema_cmd() -> None:
     """Print the JSON Schema of spec files (for editor autocompletion)."""

@@ -39,6 +39,40 @@ def _summary_str(s: dict[str, Any] | None) -> str:
     return " ".join(parts)
 
 
+def headline(r: dict[str, Any]) -> str:
+    """The few numbers that matter for each check, for the terminal table."""
+    s = r.get("summary") or {}
+    c = r["check"]
+    try:
+        if c == "coverage":
+            return (f"{s['accesses']} accesses / {s['elements']} elements, missing {s['missing']}, "
+                    f"duplicates {s['duplicates']}, outside tile {s['out_of_tile']}")
+        if c == "grid_coverage":
+            proved = f" ({s['proved_by_tiling']} by tiling)" if s.get("proved_by_tiling") else ""
+            return (f"covered {s['covered']}/{s['elements']}{proved}, duplicates {s['duplicates']}, "
+                    f"out of bounds {s['out_of_bounds']}")
+        if c == "predicates":
+            pre = f"; needs {' and '.join(s['precondition'])}" if s.get("precondition") else ""
+            return (f"out of bounds {s['out_of_bounds']}, lost {s['lost']}, "
+                    f"straddling vectors {s['straddling']}{pre}")
+        if c == "coalescing":
+            return (f"{s['sectors_per_request']:.3g} sectors/request (ideal "
+                    f"{s['ideal_sectors_per_request']:.3g}), {s['access_bits']}-bit, "
+                    f"misaligned {s['misaligned']}")
+        if c == "bank_conflicts":
+            return (f"{s['wavefronts']} wavefronts / ideal {s['ideal_wavefronts']} "
+                    f"(worst instruction {s['max_wavefronts']})")
+        if c == "vectorize":
+            return f"declared {s['declared_bits']}-bit, widest legal {s['max_legal_bits']}-bit"
+        if c == "dataflow":
+            return (f"{s.get('transform') or 'no transform'}: moved {s['moved']}, wrong "
+                    f"{s['wrong_values']}, races {s['races']}, stale {s['stale_reads']}, "
+                    f"uninitialised {s['uninitialised_reads']}")
+    except (KeyError, TypeError, ValueError):
+        pass
+    return _summary_str({k: v for k, v in s.items() if not isinstance(v, dict | list)})
+
+
 def _where(r: dict[str, Any]) -> str:
     st = r.get("stage")
     side = r.get("side")
@@ -60,7 +94,9 @@ def render_table(reports: list[dict[str, Any]], console: Any = None, verbose: bo
                                        f" (expected {exp.upper()})")
         title = f"{rep['spec']}  [{STATUS_STYLE[verdict]}]{verdict}[/]{tail}"
         sizes = ", ".join(f"{k}={v}" for k, v in rep.get("sizes", {}).items())
-        t = Table(title=title, caption=f"{rep.get('path', '')}  sizes: {sizes}", title_justify="left",
+        how = "" if rep.get("exhaustive", True) else (
+            f", {rep['blocks_simulated']} of {rep['blocks']} blocks simulated, interior proved by tiling")
+        t = Table(title=title, caption=f"{rep.get('path', '')}  sizes: {sizes}{how}", title_justify="left",
                   caption_justify="left", expand=False)
         t.add_column("check")
         t.add_column("stage")
@@ -68,18 +104,16 @@ def render_table(reports: list[dict[str, Any]], console: Any = None, verbose: bo
         t.add_column("summary", overflow="fold")
         t.add_column("witness", overflow="fold")
         for r in rep["results"]:
-            if r["status"] == "PASS" and not verbose and not r.get("summary"):
+            if r["status"] == "PASS" and not verbose and r["check"] in ("vectorize", "predicates"):
                 continue
             finds = r.get("findings") or []
             first = finds[0] if finds else {}
             wit = first.get("message", "")
-            if first.get("witness"):
-                wit += " | " + _witness_str(first["witness"])
             more = r.get("total_findings", len(finds)) - (1 if finds else 0)
             if more > 0:
                 wit += f" (+{more} more)"
             t.add_row(r["check"], _where(r), f"[{STATUS_STYLE[r['status']]}]{r['status']}[/]",
-                      _summary_str(r.get("summary")), wit)
+                      headline(r), wit)
         con.print(t)
 
 
