@@ -123,8 +123,7 @@ class Simulation:
             if L.size(thr) != T:
                 raise SimulationError(f"thread layout {thr} has {L.size(thr)} threads, the CTA {T}")
             ident = L.make_identity_tensor(tile)
-            coords = [_coords_of(L.local_partition(ident, thr, t), len(tile)) for t in range(T)]
-            c = np.stack(coords)
+            c = _all_threads(lambda t: L.local_partition(ident, thr, t), T, len(tile))
             nv = c.shape[1]
             step = np.broadcast_to(np.arange(nv), (T, nv)).copy()
             return LocalPartition(c, step, np.zeros((T, nv), np.int64), 1)
@@ -133,12 +132,10 @@ class Simulation:
             if tc.tiled_num_thr != T:
                 raise SimulationError(f"tiled copy has {tc.tiled_num_thr} threads, the CTA {T}")
             ident = L.make_identity_tensor(tile)
-            parts = [getattr(tc.get_slice(t), "partition_S" if which == "src" else "partition_D")(ident)
-                     for t in range(T)]
-            coords = [_coords_of(p, len(tile)) for p in parts]
-            c = np.stack(coords)
+            method = "partition_S" if which == "src" else "partition_D"
+            c = _all_threads(lambda t: getattr(tc.get_slice(t), method)(ident), T, len(tile))
             nv = c.shape[1]
-            cpy = L.size(parts[0].layout[0])
+            cpy = L.size(getattr(tc.get_slice(0), method)(ident).layout[0])
             v = np.arange(nv)
             return LocalPartition(c, np.broadcast_to(v // cpy, (T, nv)).copy(),
                                   np.broadcast_to(v % cpy, (T, nv)).copy(), cpy)
@@ -152,8 +149,8 @@ class Simulation:
             if L.size(mma.thr_layout_vmnk) != T:
                 raise SimulationError(f"tiled MMA has {L.size(mma.thr_layout_vmnk)} threads, the CTA {T}")
             ident = L.make_identity_tensor(tile)
-            parts = [getattr(mma.get_slice(t), f"partition_{m.operand}")(ident) for t in range(T)]
-            c = np.stack([_coords_of(p, len(tile)) for p in parts])
+            c = _all_threads(lambda t: getattr(mma.get_slice(t), f"partition_{m.operand}")(ident),
+                             T, len(tile))
             nv = c.shape[1]
             return LocalPartition(c, np.broadcast_to(np.arange(nv), (T, nv)).copy(),
                                   np.zeros((T, nv), np.int64), 1)
@@ -370,6 +367,29 @@ class Simulation:
 def _runs_contiguous(o: np.ndarray, k: int) -> bool:
     runs = o.reshape(-1, k)
     return bool(np.all(np.diff(runs, axis=1) == 1))
+
+
+def _all_threads(part: Any, T: int, rank: int) -> np.ndarray:
+    """(T, V, rank) tile coordinates of every thread's partition of an identity tensor.
+
+    The partition's layout is the same for every thread; only its offset depends on the
+    thread, so one evaluation with a numpy array of thread ids gives all offsets at once.
+    Falls back to one evaluation per thread where a partition needs an integer thread id.
+    """
+    try:
+        p = part(np.arange(T))
+        n = L.size(p.layout)
+        vals = ArithTuple.of(L.Tensor(p.layout, ArithTuple({}))(np.arange(n)) if n > 1 else
+                             L.Tensor(p.layout, ArithTuple({}))(0))
+        off = ArithTuple.of(p.offset)
+        out = np.empty((T, n, rank), dtype=np.int64)
+        for k in range(rank):
+            o = np.broadcast_to(np.asarray(off.get((k,)), dtype=np.int64), (T,))
+            v = np.broadcast_to(np.asarray(vals.get((k,)), dtype=np.int64), (n,))
+            out[:, :, k] = o[:, None] + v[None, :]
+        return out
+    except (TypeError, ValueError):
+        return np.stack([_coords_of(part(t), rank) for t in range(T)])
 
 
 def _coords_of(t: L.Tensor, rank: int) -> np.ndarray:

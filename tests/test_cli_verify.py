@@ -1,0 +1,81 @@
+"""``threadmap verify / simulate / show / schema``: formats, exit statuses and locations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from click.testing import CliRunner
+
+from threadmap.cli import main
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+GOOD = str(SPECS / "cute_transpose" / "row_smem_swizzled.yaml")
+BAD = str(SPECS / "cute_transpose" / "col2row_reg.yaml")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_verify_exit_status_and_table() -> None:
+    code, out, _ = run("verify", GOOD)
+    assert code == 0 and "PASS" in out and "1 spec runs: 1 pass, 0 fail" in out
+    code, out, _ = run("verify", BAD)
+    flat = " ".join(out.replace("│", " ").split())  # the table wraps at the terminal width
+    assert code == 1 and "coalescing" in flat and "FAIL (as expected)" in flat
+
+
+def test_verify_json_junit_sarif() -> None:
+    code, out, _ = run("verify", BAD, "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["failed"] == 1
+    rep = doc["reports"][0]
+    store = [r for r in rep["results"] if r["check"] == "coalescing" and r["side"] == "dst"][0]
+    assert store["status"] == "FAIL" and store["summary"]["sectors_per_request"] == 16
+    code, out, _ = run("verify", BAD, "--format", "junit")
+    root = ET.fromstring(out)
+    assert root.find("testsuite").get("failures") == "1"
+    code, out, _ = run("verify", BAD, "--format", "sarif")
+    sarif = json.loads(out)
+    assert sarif["version"] == "2.1.0"
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["coalescing"]
+
+
+def test_invalid_spec_exits_2_with_location(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("spec: 1\nname: x\nthreads: 256\ntensors:\n  x: {memory: global, layout: '(M,N):(N,1)'}\n"
+                 "stages:\n  - copy: {src: {tensor: x, threads: '(16,16):(1,16)'}, dst: {registers: r}}\n")
+    code, out, err = run("verify", str(p))
+    assert code == 2
+    assert f"{p}:5:" in err and "M" in err and "Traceback" not in err + out
+
+
+def test_missing_path_exits_2() -> None:
+    code, _, err = run("verify", "/nonexistent/spec.yaml")
+    assert code == 2 and "no such file" in err
+
+
+def test_simulate_csv_and_json() -> None:
+    code, out, _ = run("simulate", GOOD)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("stage,side,tensor,block,thread")
+    assert len(lines) == 1 + 4 * 256  # two copies, two sides, 256 threads x 1 value, block 0
+    code, out, _ = run("simulate", GOOD, "--format", "json", "--blocks", "0:2")
+    doc = json.loads(out)
+    assert len(doc["tables"]) == 4 and len(doc["tables"][0]["rows"]["thread"]) == 512
+
+
+def test_show_and_svg(tmp_path: Path) -> None:
+    svg = tmp_path / "t.svg"
+    code, out, _ = run("show", GOOD, "--stage", "0", "--svg", str(svg))
+    assert code == 0 and "T0V0" in out and "wavefronts" in out
+    ET.fromstring(svg.read_text())
+
+
+def test_schema_is_json_schema() -> None:
+    code, out, _ = run("schema")
+    doc = json.loads(out)
+    assert code == 0 and "properties" in doc and "stages" in doc["properties"]
