@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Simulation, representative_blocks
+from threadmap.simulate.engine import Simulation, SimulationError, representative_blocks
 from threadmap.spec.load import LoadedSpec
 from threadmap.verify.coverage import check_tile_coverage
 from threadmap.verify.runner import overall_status, run_checks
 
 MAX_ROWS_PER_CHUNK = 1 << 22
+MAX_EXHAUSTIVE_ROWS = 1 << 25  # every table is kept for the cross-stage checks (~100 B a row)
 
 
 def _size_names(loaded: LoadedSpec) -> dict[str, dict[int, str]]:
@@ -135,6 +136,10 @@ def verify_env(loaded: LoadedSpec, env: dict[str, int], *, max_blocks: int = 64,
     else:
         blocks, full = representative_blocks(sim, cap=max_blocks)
     rows_per_block = max(1, sum(sim.threads * p["nvals"] for p in plans))
+    if exhaustive and blocks.size * rows_per_block > MAX_EXHAUSTIVE_ROWS:
+        raise SimulationError(
+            f"--exhaustive would keep {blocks.size * rows_per_block:,} access rows in memory "
+            f"(limit {MAX_EXHAUSTIVE_ROWS:,}); the default run proves the interior by tiling")
     per_chunk = max(1, MAX_ROWS_PER_CHUNK // rows_per_block)
     chunks = [blocks[i:i + per_chunk] for i in range(0, blocks.size, per_chunk)]
     tables: dict[int, tuple[list[AccessTable], list[AccessTable]]] = {p["index"]: ([], []) for p in plans}
