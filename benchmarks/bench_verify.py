@@ -76,7 +76,8 @@ def child(mode: str, arg: str = "", stdin: str = "") -> dict:
 
 
 def main() -> None:
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+          f"python {sys.version.split()[0]}")
     rows = []
     lib = child("library", str(ROOT / "specs"))
     rows.append(("verify specs/ (whole library, in-process)", lib))

@@ -48,6 +48,7 @@ import argparse
 import importlib.metadata as md
 import re
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,7 @@ from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulation
 from threadmap.spec.load import LoadedSpec, load_spec
 from threadmap.spec.schema import Side
+from threadmap.verify.coalescing import instruction_sectors_definition
 from threadmap.verify.pipeline import verify_env, verify_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,7 +220,7 @@ def fmt(x: float | int | str | bool) -> str:
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float):
-        return f"{x:.2f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+        return f"{x:.3f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
     return str(x)
 
 
@@ -377,6 +379,39 @@ def ragged_edge_rows() -> list[Row]:
     ]
 
 
+def misaligned_rows() -> list[Row]:
+    """row2col_reg with y's base only 16-byte aligned (``align: 16``): the same layouts."""
+    src = (ROOT / "specs/cute_transpose/row2col_reg.yaml").read_text()
+    text = src.replace('y: {memory: global, layout: "(N,M):(M,1)", align: 256}',
+                       'y: {memory: global, layout: "(N,M):(M,1)", align: 16}')
+    assert text != src
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "row2col_reg_align16.yaml"
+        path.write_text(text)
+        loaded = load_spec(path)
+        env = loaded.envs[0]
+        rep = verify_spec(loaded)[0]
+        co = next(r["summary"] for r in rep["results"]
+                  if (r["check"], r["stage"], r["side"]) == ("coalescing", 0, "dst"))
+        sides = build_sides(loaded, env)
+    sd = sides[(0, "dst")]
+    sectors = [segment_analysis(sub, element_bytes=4)["segments"] for _, _, sub in per_instruction(sd)]
+    name = "row2col_reg, y align 16"
+    return [(name, "0.dst", "sectors / request, mean",
+             f"{fmt(co['sectors_per_request'])} (ideal {fmt(co['ideal_sectors_per_request'])})",
+             f"{fmt(sum(sectors) / len(sectors))} (rebased to the lowest address)")]
+
+
+def broadcast_rows() -> list[Row]:
+    """32 lanes loading one 4-byte global word (``Layout(32, 0)``)."""
+    tm = instruction_sectors_definition([256] * WARP, 4)
+    tl = segment_analysis(Layout(WARP, 0), element_bytes=4)
+    name = "broadcast (32 lanes, one f32)"
+    return [(name, "-", "sectors (ideal) / efficiency",
+             f"{tm['sectors']} ({tm['ideal']}) / {fmt(tm['ideal'] / tm['sectors'])}",
+             f"{tl['segments']} / {fmt(tl['segment_efficiency'])}")]
+
+
 def markdown(rows: list[Row]) -> str:
     head = ("| spec | stage.side | metric | threadmap | tensor-layouts |\n"
             "|---|---|---|---|---|\n")
@@ -393,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in paths:
         rows.extend(compare_spec(p))
     rows.extend(ragged_edge_rows())
+    rows.extend(misaligned_rows())
+    rows.extend(broadcast_rows())
     table = (f"threadmap {md.version('threadmap')}, tensor-layouts {md.version('tensor-layouts')}; "
              f"{len(paths)} specs, {len(rows)} rows.\n\n" + markdown(rows))
     print(table, end="")

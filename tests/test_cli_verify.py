@@ -22,10 +22,15 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def test_verify_exit_status_and_table() -> None:
     code, out, _ = run("verify", GOOD)
-    assert code == 0 and "PASS" in out and "1 spec runs: 1 pass, 0 fail" in out
+    assert code == 0 and "PASS" in out and "1 spec runs: 1 pass, 0 fail; 1 as expected, 0 not" in out
     code, out, _ = run("verify", BAD)
     flat = " ".join(out.replace("│", " ").split())  # the table wraps at the terminal width
     assert code == 1 and "coalescing" in flat and "FAIL (as expected)" in flat
+
+
+def test_check_expected_exit_status() -> None:
+    code, _, _ = run("verify", BAD, "--check-expected")
+    assert code == 0  # col2row is expected to fail coalescing
 
 
 def test_verify_json_junit_sarif() -> None:

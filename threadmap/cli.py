@@ -297,8 +297,11 @@ def _spec_files(paths: tuple[str, ...]) -> list[Any]:
 @click.option("--max-blocks", type=click.IntRange(1), default=64, show_default=True,
               help="grids with more blocks are sampled (edges + interior) and proved by tiling")
 @click.option("-v", "--verbose", is_flag=True, help="show passing checks too")
+@click.option("--check-expected", is_flag=True,
+              help="exit 0 when every verdict matches the spec's expect block (for spec libraries "
+                   "that include kernels expected to fail)")
 def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, exhaustive: bool,
-               max_blocks: int, verbose: bool) -> None:
+               max_blocks: int, verbose: bool, check_expected: bool) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
     conflicts, vectorization and dataflow.
 
@@ -325,7 +328,9 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, exhaustive:
         con = Console(highlight=False, file=open(output, "w") if output else None)  # noqa: SIM115
         render_table(reports, con, verbose=verbose)
         n_fail = sum(r["verdict"] == "fail" for r in reports)
-        con.print(f"{len(reports)} spec runs: {len(reports) - n_fail} pass, {n_fail} fail")
+        n_unexp = sum(not r["as_expected"] for r in reports)
+        con.print(f"{len(reports)} spec runs: {len(reports) - n_fail} pass, {n_fail} fail; "
+                  f"{len(reports) - n_unexp} as expected, {n_unexp} not")
     else:
         text = {"json": to_json, "junit": to_junit, "sarif": to_sarif}[fmt](reports)
         if output:
@@ -333,7 +338,10 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, exhaustive:
                 f.write(text)
         else:
             click.echo(text)
-    if any(r["verdict"] == "fail" for r in reports):
+    if check_expected:
+        if not all(r["as_expected"] for r in reports):
+            raise SystemExit(1)
+    elif any(r["verdict"] == "fail" for r in reports):
         raise SystemExit(1)
 
 
