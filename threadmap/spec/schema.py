@@ -154,6 +154,8 @@ class Expect(_Model):
     coverage: Literal["exact", "replicated"] = "exact"
     bank_conflicts: int | None = Field(None, ge=0, description="max extra wavefronts per instruction")
     sectors_per_request: float | None = Field(None, gt=0, description="max sectors/request ratio to ideal")
+    vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(
+        None, description="every copy side must move at least this many bits per access")
     failing_checks: list[str] = Field(default_factory=list, description="checks expected to fail")
 
 
