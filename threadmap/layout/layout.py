@@ -767,20 +767,28 @@ def tile_unzip(layout: Layout, tiler: Any) -> Layout:
 
 # --------------------------------------------------------------------------- divides
 @_dispatch()
-def logical_divide(layout: Layout, tiler: Any) -> Layout:
-    """``composition(L, make_layout(T, complement(T, shape(coalesce(L)))))``; a tuple tiler
-    divides mode-wise (remaining modes kept), an integer ``n`` means ``n:1``, ``_`` keeps."""
+def _by_tiler(name: str, layout: Layout, tiler: Any, on_layout: Any, recurse: Any) -> Layout:
+    """The header's tiler dispatch: a Layout applies ``on_layout``; a tuple applies
+    ``recurse`` mode-wise (remaining modes kept); ``_`` keeps; an integer ``n`` means ``n:1``."""
     if isinstance(tiler, Layout):
-        return composition(layout, make_layout(tiler, complement(tiler, coalesce(layout).shape)))
+        return on_layout(layout, tiler)
     if isinstance(tiler, tuple):
         if len(tiler) > rank(layout):
-            raise LayoutError("logical_divide: Too many modes in tiler.")
-        return _transform_layout(layout, tiler, logical_divide)
+            raise LayoutError(f"{name}: Too many modes in tiler.")
+        return _transform_layout(layout, tiler, recurse)
     if isinstance(tiler, Underscore):
         return layout
     if is_int(tiler):
-        return logical_divide(layout, Layout(int(tiler)))
-    raise LayoutError(f"logical_divide: bad tiler {tiler!r}")
+        return on_layout(layout, Layout(int(tiler)))
+    raise LayoutError(f"{name}: bad tiler {tiler!r}")
+
+
+def logical_divide(layout: Layout, tiler: Any) -> Layout:
+    """``composition(L, make_layout(T, complement(T, shape(coalesce(L)))))``; a tuple tiler
+    divides mode-wise (remaining modes kept), an integer ``n`` means ``n:1``, ``_`` keeps."""
+    return _by_tiler("logical_divide", layout, tiler,
+                     lambda a, t: composition(a, make_layout(t, complement(t, coalesce(a).shape))),
+                     logical_divide)
 
 
 @_dispatch()
@@ -825,17 +833,9 @@ def logical_product(block: Layout, tiler: Any) -> Layout:
         from threadmap.layout.swizzle import swizzled_logical_product
 
         return swizzled_logical_product(block, tiler)
-    if isinstance(tiler, Layout):
-        return make_layout(block, composition(complement(block, size(block) * cosize(tiler)), tiler))
-    if isinstance(tiler, tuple):
-        if len(tiler) > rank(block):
-            raise LayoutError("logical_product: Too many modes in tiler.")
-        return _transform_layout(block, tiler, logical_product)
-    if isinstance(tiler, Underscore):
-        return block
-    if is_int(tiler):
-        return logical_product(block, Layout(int(tiler)))
-    raise LayoutError(f"logical_product: bad tiler {tiler!r}")
+    return _by_tiler("logical_product", block, tiler,
+                     lambda a, t: make_layout(a, composition(complement(a, size(a) * cosize(t)), t)),
+                     logical_product)
 
 
 @_dispatch()
