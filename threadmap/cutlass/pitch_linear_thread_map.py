@@ -57,6 +57,7 @@ accesses outside the tile.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -142,7 +143,7 @@ def _const_like(tid: Any, value: int) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-class PitchLinearThreadMap:
+class PitchLinearThreadMap(ABC):
     """Common interface: ``threads``, ``elements_per_access``, ``iterations``, ``delta``,
     ``thread_access_shape``, ``initial_offset`` and the enumerations built from them."""
 
@@ -165,9 +166,10 @@ class PitchLinearThreadMap:
     delta: PitchLinearShape
 
     # --- the one evaluation core ------------------------------------------------------------
+    @abstractmethod
     def initial_offset(self, thread_id: V) -> tuple[V, V]:
         """``initial_offset(thread_id)`` as ``(contiguous, strided)`` in units of elements."""
-        raise NotImplementedError
+        ...
 
     # --- enumerations (numpy, vectorised over threads) --------------------------------------
     def thread_ids(self) -> np.ndarray:
@@ -205,9 +207,10 @@ class PitchLinearThreadMap:
 
     # --- description ------------------------------------------------------------------------
     @property
+    @abstractmethod
     def cxx_type(self) -> str:
         """The C++ type this object models (for code generation and the header oracle)."""
-        raise NotImplementedError
+        ...
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}<{self.cxx_type}>"

@@ -36,6 +36,7 @@ column and the expression text.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -88,26 +89,29 @@ def _check_range(v: int, what: str, node: Expr) -> int:
 
 
 @dataclass(frozen=True)
-class Expr:
+class Expr(ABC):
     """Base of the expression AST.  ``col`` is the 1-based column of the node in ``text``."""
 
     col: int = field(default=1, compare=False, kw_only=True)
     text: str = field(default="", compare=False, repr=False, kw_only=True)
 
+    @abstractmethod
     def names(self) -> frozenset[str]:
         """Every name the expression uses (function names excluded)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def eval(self, env: Mapping[str, int]) -> int:
         """Evaluate over Python ints; raises :class:`SpecError` for undefined names, division by
         zero and results outside the signed 64-bit range."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
         """Evaluate with a backend: names come from ``env`` (any values), operators and
         functions from ``ops`` (keys ``+ - * / // % neg ceil_div min max``).  Used to build
         numpy or z3 expressions from the same AST; no range checks."""
-        raise NotImplementedError
+        ...
 
     def is_const(self) -> bool:
         """True when the expression uses no names."""
