@@ -381,15 +381,3 @@ def idx2crd(idx: Any, shape: IntTuple) -> Any:
                 rest = rest // p
         return tuple(out)
     return idx
-
-
-def crd2crd_flat(idx: Any, shape: IntTuple) -> list[Any]:
-    """Flat list of per-leaf coordinates of a 1-D index (for vectorised evaluation)."""
-    out = []
-    cur = 1
-    leaves = flatten_to_tuple(shape)
-    for k, s in enumerate(leaves):
-        c = idx // cur if cur != 1 else idx
-        out.append(c % s if k < len(leaves) - 1 else c)
-        cur *= s
-    return out

@@ -36,7 +36,6 @@ from threadmap.layout.int_tuple import (
     make_basis_like,
     product,
     product_each,
-    repeat_like,
     unwrap,
     wrap,
 )
@@ -553,10 +552,6 @@ def _coprofile(layout: Layout) -> Any:
     return (0,) * (max(d.path[0] for d in bases) + 1)
 
 
-def _as_tiler_layout(t: Any) -> Any:
-    return t
-
-
 def composition(lhs: Layout, rhs: Any) -> Layout:
     """``R = lhs o rhs``: ``R(c) == lhs(rhs(c))`` for every coordinate ``c`` of ``rhs``, and
     ``R`` has the shape of ``rhs`` (``compatible(rhs, R)``).
@@ -1054,15 +1049,6 @@ class Tensor:
 
     __repr__ = __str__
 
-    def coords(self) -> Any:
-        """For identity tensors: the coordinate of every element, as a tuple of numpy arrays
-        indexed by the colex index (one array per top-level coordinate mode)."""
-        n = size(self.layout)
-        idx = np.arange(n, dtype=np.int64)
-        val = self(idx)
-        at = ArithTuple.of(val)
-        return at
-
     def values(self) -> np.ndarray:
         """Integer tensors: ``offset + layout(i)`` for every ``i`` in ``[0, size)``."""
         return self.layout.table(np.int64) + int(self.offset)
@@ -1129,7 +1115,3 @@ def local_partition(tensor: Any, tile: Layout, index: Any, proj: Any = None) -> 
     if proj is not None:
         tile = dice(proj, tile)
     return outer_partition(tensor, product_each(tile.shape), tile.get_flat_coord(index))
-
-
-def repeat_underscore(t: Any) -> Any:
-    return repeat_like(t, _)

@@ -31,7 +31,7 @@ import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.layout import layout as L
-from threadmap.layout.int_tuple import ArithTuple, product, product_each, wrap
+from threadmap.layout.int_tuple import ArithTuple, product_each
 from threadmap.layout.parse import parse_layout
 from threadmap.simulate.access import AccessTable
 from threadmap.spec.schema import ELEMENT_BITS, CopyStage, Side, Spec, TensorSpec
@@ -402,10 +402,6 @@ def _coords_of(t: L.Tensor, rank: int) -> np.ndarray:
         comp = at.get((k,))
         cols.append(np.broadcast_to(np.asarray(comp, dtype=np.int64), (n,)))
     return np.stack(cols, axis=1)
-
-
-def tile_size(shape: tuple[int, ...]) -> int:
-    return int(product(wrap(shape)))
 
 
 def representative_blocks(sim: Simulation, cap: int = 4096) -> tuple[np.ndarray, bool]:
