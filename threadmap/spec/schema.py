@@ -146,6 +146,13 @@ class Copy(_Model):
 Stage = Copy | Literal["barrier"]
 
 
+class SectorBound(_Model):
+    """Separate coalescing bounds for loads (copy sources) and stores (copy destinations)."""
+
+    load: float | None = Field(None, gt=0, description="max ratio to ideal for global loads")
+    store: float | None = Field(None, gt=0, description="max ratio to ideal for global stores")
+
+
 class Expect(_Model):
     """What the author expects; the library's test compares the verdict."""
 
@@ -153,7 +160,9 @@ class Expect(_Model):
     transform: Literal["copy", "transpose", "none"] = "none"
     coverage: Literal["exact", "replicated"] = "exact"
     bank_conflicts: int | None = Field(None, ge=0, description="max extra wavefronts per instruction")
-    sectors_per_request: float | None = Field(None, gt=0, description="max sectors/request ratio to ideal")
+    sectors_per_request: Annotated[float, Field(gt=0)] | SectorBound | None = Field(
+        None, description="max ratio of sectors per request to the ideal, for every global side, "
+                          "or separately {load: x, store: y}")
     vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(
         None, description="every copy side must move at least this many bits per access")
     failing_checks: list[str] = Field(default_factory=list, description="checks expected to fail")

@@ -159,7 +159,10 @@ def verify_env(loaded: LoadedSpec, env: dict[str, int], *, max_blocks: int = 64,
     exp = spec.expect
     expect = {"transform": None if exp.transform == "none" else exp.transform,
               "coverage": exp.coverage, "bank_conflicts": exp.bank_conflicts,
-              "max_sector_ratio": exp.sectors_per_request, "min_vector_bits": exp.vector_bits}
+              "max_sector_ratio": (exp.sectors_per_request.model_dump()
+                                   if hasattr(exp.sectors_per_request, "model_dump")
+                                   else exp.sectors_per_request),
+              "min_vector_bits": exp.vector_bits}
     options: dict[str, Any] = {"size_names": _size_names(loaded)}
     if not full:
         options["grid_assume"] = _assume_fn(sim, blocks)

@@ -10,7 +10,8 @@
 and returns one :class:`CheckResult` per (check, stage, side) plus the kernel-wide dataflow
 result.  ``expect`` (from the spec): ``transform`` (``"copy"``/``"transpose"``),
 ``coverage`` (``"exact"`` / ``"replicated"``), ``bank_conflicts`` (max extra wavefronts),
-``max_sectors_per_request``, ``max_sector_ratio``, ``min_vector_bits``.  ``options``:
+``max_sectors_per_request``, ``max_sector_ratio`` (a number, or ``{"load": x, "store": y}``),
+``min_vector_bits``.  ``options``:
 ``size_names`` ({mode: name} or {tensor: {mode: name}}), ``tile`` / ``tile_origin``
 overrides, ``thorough`` (grid duplicate pairs), ``grid`` (run the whole-grid coverage
 and predicates, default True), ``grid_assume`` (a function table -> flat mask of elements
@@ -123,7 +124,10 @@ def run_checks(stages: Sequence[StageRecord], expect: dict[str, Any] | None = No
                 results.append(pc.result())
             perf = side_chunks if perf_n is None else side_chunks[:perf_n]
             if t0.memory == "global":
-                r = check_coalescing(perf, max_ratio=expect.get("max_sector_ratio"),
+                ratio = expect.get("max_sector_ratio")
+                if isinstance(ratio, dict):  # {load: x, store: y}: sources load, destinations store
+                    ratio = ratio.get("load" if t0.side == "src" else "store")
+                r = check_coalescing(perf, max_ratio=ratio,
                                      max_sectors_per_request=expect.get("max_sectors_per_request"))
                 results.append(r)
             if t0.memory == "shared":
