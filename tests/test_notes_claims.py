@@ -269,17 +269,19 @@ def test_register_transposes_uncoalesced_side(
 ) -> None:
     exp_load, exp_store = reg_transpose_sectors(load_thr), reg_transpose_sectors(store_thr)
     load, store = result(rel, "coalescing", 0, "src"), result(rel, "coalescing", 0, "dst")
-    for res, exp in ((load, exp_load), (store, exp_store)):
+    # the specs' bound encodes the note's rule: loads may over-fetch 4x, stores must be ideal
+    for res, exp, bound in ((load, exp_load, 4.0), (store, exp_store, 1.0)):
         assert res["summary"]["access_bits"] == 32
         assert res["summary"]["ideal_sectors_per_request"] == IDEAL_32BIT
         assert res["summary"]["sectors_per_request"] == exp
-        assert res["status"] == ("PASS" if exp == IDEAL_32BIT else "FAIL")
+        assert res["status"] == ("PASS" if exp / IDEAL_32BIT <= bound else "FAIL")
 
 
 def test_row2col_uncoalesced_load_col2row_uncoalesced_store() -> None:
     assert (reg_transpose_sectors((1, 16)), reg_transpose_sectors((16, 1))) == (16, 4)
     r2c, c2r = "cute_transpose/row2col_reg.yaml", "cute_transpose/col2row_reg.yaml"
-    assert result(r2c, "coalescing", 0, "src")["status"] == "FAIL"
+    assert result(r2c, "coalescing", 0, "src")["summary"]["ratio"] == 4  # uncoalesced load
+    assert result(r2c, "coalescing", 0, "src")["status"] == "PASS"  # within the 4x load bound
     assert result(r2c, "coalescing", 0, "dst")["status"] == "PASS"
     assert result(c2r, "coalescing", 0, "src")["status"] == "PASS"
     assert result(c2r, "coalescing", 0, "dst")["status"] == "FAIL"
