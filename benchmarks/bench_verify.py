@@ -88,7 +88,7 @@ def main() -> None:
     for m, n in ((16384, 16384), (16383, 16381)):
         rows.append((f"transpose {m}x{n}: whole-grid coverage + predicates (tiling proof)",
                      child("proof", stdin=TRANSPOSE.format(M=m, N=n))))
-    for m, n in ((1024, 1024), (2048, 2048)):
+    for m, n in ((2048, 2048), (4096, 4096)):
         rows.append((f"transpose {m}x{n}: every block simulated (--exhaustive)",
                      child("exhaustive", stdin=TRANSPOSE.format(M=m, N=n))))
     print(f"{'measurement':<72s} {'seconds':>8s} {'peak MiB':>9s}  details")

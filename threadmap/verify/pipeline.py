@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Simulation, SimulationError, representative_blocks
+from threadmap.simulate.engine import Simulation, representative_blocks
 from threadmap.spec.load import LoadedSpec
-from threadmap.verify.coverage import check_tile_coverage
-from threadmap.verify.runner import overall_status, run_checks
+from threadmap.verify.coverage import GridCoverage, check_tile_coverage
+from threadmap.verify.predicates import PredicateCheck
+from threadmap.verify.runner import merge_results, overall_status, run_checks
 
-MAX_ROWS_PER_CHUNK = 1 << 22
-MAX_EXHAUSTIVE_ROWS = 1 << 25  # every table is kept for the cross-stage checks (~100 B a row)
+MAX_ROWS_PER_CHUNK = 1 << 21  # access rows per chunk, all stages together (~100 B a row)
 
 
 def _size_names(loaded: LoadedSpec) -> dict[str, dict[int, str]]:
@@ -136,26 +136,8 @@ def verify_env(loaded: LoadedSpec, env: dict[str, int], *, max_blocks: int = 64,
     else:
         blocks, full = representative_blocks(sim, cap=max_blocks)
     rows_per_block = max(1, sum(sim.threads * p["nvals"] for p in plans))
-    if exhaustive and blocks.size * rows_per_block > MAX_EXHAUSTIVE_ROWS:
-        raise SimulationError(
-            f"--exhaustive would keep {blocks.size * rows_per_block:,} access rows in memory "
-            f"(limit {MAX_EXHAUSTIVE_ROWS:,}); the default run proves the interior by tiling")
     per_chunk = max(1, MAX_ROWS_PER_CHUNK // rows_per_block)
     chunks = [blocks[i:i + per_chunk] for i in range(0, blocks.size, per_chunk)]
-    tables: dict[int, tuple[list[AccessTable], list[AccessTable]]] = {p["index"]: ([], []) for p in plans}
-    for ci, ch in enumerate(chunks):
-        for p in plans:
-            tb = sim.tables(p, ch)
-            tables[p["index"]][0].append(tb["src"])
-            tables[p["index"]][1].append(tb["dst"])
-        if progress:
-            progress(ci + 1, len(chunks))
-    records: list[Any] = []
-    for i, st in enumerate(spec.stages):
-        if isinstance(st, str):
-            records.append("barrier")
-        else:
-            records.append((tables[i][0], tables[i][1], st.copy_.predicate))
     exp = spec.expect
     expect = {"transform": None if exp.transform == "none" else exp.transform,
               "coverage": exp.coverage, "bank_conflicts": exp.bank_conflicts,
@@ -163,14 +145,46 @@ def verify_env(loaded: LoadedSpec, env: dict[str, int], *, max_blocks: int = 64,
                                    if hasattr(exp.sectors_per_request, "model_dump")
                                    else exp.sectors_per_request),
               "min_vector_bits": exp.vector_bits}
-    options: dict[str, Any] = {"size_names": _size_names(loaded)}
-    if not full:
-        options["grid_assume"] = _assume_fn(sim, blocks)
-    ins = [n for n, t in spec.tensors.items() if t.memory == "global"]
-    if ins:
-        options["input"] = _first_read(spec)
-        options["output"] = _last_written(spec)
-    results = run_checks(records, expect, options)
+    options: dict[str, Any] = {"size_names": _size_names(loaded), "grid": False,
+                               "input": _first_read(spec), "output": _last_written(spec)}
+    assume = None if full else _assume_fn(sim, blocks)
+    replicated = exp.coverage == "replicated"
+    # Streamed over chunks of blocks: per-chunk results are merged (counts add up), the
+    # whole-grid coverage and predicates keep one state per global side across chunks, and
+    # the coalescing / bank / vectorization statistics come from the first chunk.
+    merged: dict[tuple[Any, ...], list[Any]] = {}
+    grid_state: dict[tuple[int, str], tuple[GridCoverage, PredicateCheck]] = {}
+    for ci, ch in enumerate(chunks):
+        tables = {p["index"]: sim.tables(p, ch) for p in plans}
+        records: list[Any] = []
+        for i, st in enumerate(spec.stages):
+            records.append("barrier" if isinstance(st, str) else
+                           (tables[i]["src"], tables[i]["dst"], st.copy_.predicate))
+        for r in run_checks(records, expect, {**options, "perf": ci == 0}):
+            merged.setdefault((r.check, r.stage, r.side), []).append(r)
+        for idx, tb in tables.items():
+            for side, t in tb.items():
+                if t.memory != "global":
+                    continue
+                if (idx, side) not in grid_state:
+                    g = GridCoverage(t.shape, replication=replicated)
+                    mask = assume(t) if assume is not None else None
+                    if mask is not None:
+                        g.assume(mask)
+                    names = options["size_names"].get(t.tensor, {})
+                    grid_state[(idx, side)] = (g, PredicateCheck(t.shape, size_names=names, grid=g))
+                g, pc = grid_state[(idx, side)]
+                g.add(t)
+                pc.add(t)
+        del tables, records
+        if progress:
+            progress(ci + 1, len(chunks))
+    results = []
+    for key, rs in merged.items():
+        results.append(merge_results(rs))
+        if key[0] == "coverage" and (key[1], key[2]) in grid_state:
+            g, pc = grid_state[(key[1], key[2])]
+            results += [g.result(), pc.result()]
     status = overall_status(results).lower()
     failing = sorted({r.check for r in results if r.status == "FAIL"})
     # every check the author expects to fail must fail (others may fail with it: a predicate

@@ -16,7 +16,7 @@ result.  ``expect`` (from the spec): ``transform`` (``"copy"``/``"transpose"``),
 overrides, ``thorough`` (grid duplicate pairs), ``grid`` (run the whole-grid coverage
 and predicates, default True), ``grid_assume`` (a function table -> flat mask of elements
 proved covered without enumeration, or None), ``perf_chunks`` (how many chunks the coalescing/bank/
-vectorize checks look at; default all).
+vectorize checks look at; default all), ``perf`` (False: skip those three checks).
 """
 
 from __future__ import annotations
@@ -53,6 +53,10 @@ def _unmasked(t: AccessTable) -> AccessTable:
     return u
 
 
+#: summary entries that describe the kernel rather than count accesses: not summed over chunks
+NON_ADDITIVE = {"replication", "stages", "barriers", "unpaired_stages"}
+
+
 def merge_results(results: Sequence[CheckResult]) -> CheckResult:
     """Combine per-chunk results of one check: numeric summary entries are summed, others
     taken from the first; status FAIL if any failed; findings concatenated (capped)."""
@@ -62,7 +66,7 @@ def merge_results(results: Sequence[CheckResult]) -> CheckResult:
     out = CheckResult(r0.check, r0.stage, r0.side, "PASS")
     for r in results:
         for k, v in r.summary.items():
-            if isinstance(v, bool) or not isinstance(v, int | float):
+            if isinstance(v, bool) or not isinstance(v, int | float) or k in NON_ADDITIVE:
                 out.summary.setdefault(k, v)
             else:
                 out.summary[k] = out.summary.get(k, 0) + v
@@ -123,6 +127,8 @@ def run_checks(stages: Sequence[StageRecord], expect: dict[str, Any] | None = No
                 results.append(grid.result())
                 results.append(pc.result())
             perf = side_chunks if perf_n is None else side_chunks[:perf_n]
+            if not options.get("perf", True):
+                continue
             if t0.memory == "global":
                 ratio = expect.get("max_sector_ratio")
                 if isinstance(ratio, dict):  # {load: x, store: y}: sources load, destinations store
