@@ -26,6 +26,7 @@ import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.banks import phases_for as bank_phases
 
 #: CuTe's ``SVGColor_TV`` / ``TikzColor_TV`` table (cute/util/print_svg.hpp): colour of thread
 #: ``t`` is ``CUTE_TV_COLORS[t % 8]``.
@@ -244,16 +245,6 @@ def _expand(addr: np.ndarray, lane: np.ndarray, nbytes: int, unit: int) -> tuple
     pairs = np.unique(np.stack([units[ok], lanes[ok]], axis=1), axis=0) if addr.size else \
         np.zeros((0, 2), dtype=np.int64)
     return pairs[:, 0], pairs[:, 1]
-
-
-def bank_phases(access_bytes: int) -> int:
-    """Phases of a shared-memory warp instruction under DESIGN.md's model: 1 for 1-4 byte
-    accesses, 2 for 8-byte, 4 for 16-byte ones."""
-    if access_bytes <= 4:
-        return 1
-    if access_bytes <= 8:
-        return 2
-    return 4
 
 
 @dataclass
