@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -14,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import build_any, rng_for, seeds
+from tests.timeouts import time_limit
 from threadmap.errors import LayoutError, ParseError, SwizzleError, ThreadmapError
 from threadmap.layout.layout import Layout
 from threadmap.layout.parse import parse, parse_int_tuple
@@ -24,25 +22,12 @@ FUZZ = settings(max_examples=1500, deadline=None, derandomize=True, database=Non
 TIME_LIMIT_S = 2
 
 
-@contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """Fail (instead of hanging) when the body runs longer than ``seconds``."""
-    def handler(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"parse did not finish within {seconds}s")
-
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def check_contract(text: str) -> Any:
     """parse(text) returns a layout or raises a ThreadmapError with a message."""
     t0 = time.monotonic()
-    with time_limit(TIME_LIMIT_S):
+    with time_limit(TIME_LIMIT_S, "parse"):
         try:
             out = parse(text)
         except ThreadmapError as e:
@@ -127,7 +112,7 @@ def test_large_numbers_in_range(digits: int, template: str) -> None:
 
 def test_huge_number_is_a_threadmap_error() -> None:
     with pytest.raises(ThreadmapError):
-        with time_limit(TIME_LIMIT_S):
+        with time_limit(TIME_LIMIT_S, "parse"):
             parse("9" * 5000)
 
 

@@ -9,9 +9,6 @@ import copy
 import json
 import math
 import re
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import yaml
@@ -19,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_spec_load import YAML_SPEC
+from tests.timeouts import time_limit
 from threadmap.errors import SpecError
 from threadmap.spec.expr import parse_expr
 from threadmap.spec.load import loads_spec
@@ -31,19 +29,6 @@ BASE: dict[str, Any] = yaml.safe_load(YAML_SPEC)
 LINE = re.compile(r"^spec\.(yaml|json|toml):\d+:\d+: .+: .+$")
 
 
-@contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """Fail (instead of hanging) when the body runs longer than ``seconds``."""
-    def handler(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"load did not finish within {seconds}s")
-
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def toml_dumps(data: Any) -> str:
@@ -84,7 +69,7 @@ def dump(data: Any, fmt: str) -> str:
 
 def check_load(text: str, fmt: str) -> None:
     """The contract: loads or raises SpecError whose every line is located."""
-    with time_limit(TIME_LIMIT_S):
+    with time_limit(TIME_LIMIT_S, "load"):
         try:
             loads_spec(text, fmt, f"spec.{fmt}")  # type: ignore[arg-type]
         except SpecError as e:
@@ -200,7 +185,7 @@ def test_spliced_yaml_fails_cleanly(at: int, cut: int, insert: str) -> None:
 @given(st.one_of(st.text(alphabet="MNbx0123456789+-*/%(), _cedilmaxn", max_size=60), st.text(max_size=30)),
        st.dictionaries(st.sampled_from(["M", "N", "bx"]), st.integers(-2**70, 2**70), max_size=3))
 def test_expressions_fail_cleanly(text: str, env: dict[str, int]) -> None:
-    with time_limit(TIME_LIMIT_S):
+    with time_limit(TIME_LIMIT_S, "load"):
         try:
             parse_expr(text).eval(env)
         except SpecError as e:
