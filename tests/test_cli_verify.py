@@ -47,6 +47,11 @@ def test_verify_json_junit_sarif() -> None:
     sarif = json.loads(out)
     assert sarif["version"] == "2.1.0"
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["coalescing"]
+    # located at the failing stage's line in the spec file
+    stage_line = next(i for i, ln in enumerate(Path(BAD).read_text().splitlines(), 1)
+                      if ln.strip().startswith("- copy"))
+    region = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == stage_line
 
 
 def test_invalid_spec_exits_2_with_location(tmp_path: Path) -> None:

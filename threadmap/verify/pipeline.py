@@ -197,8 +197,20 @@ def verify_env(loaded: LoadedSpec, env: dict[str, int], *, max_blocks: int = 64,
         "verdict": status, "expected": exp.verdict, "expected_failing": list(exp.failing_checks),
         "failing": failing, "as_expected": as_expected,
         "seconds": round(time.perf_counter() - t0, 3),
+        "stage_lines": _stage_lines(loaded),
         "results": [r.to_dict() for r in results],
     }
+
+
+def _stage_lines(loaded: LoadedSpec) -> dict[str, int]:
+    """Line of each stage in the spec file (SARIF locates findings there)."""
+    out = {}
+    for i in range(len(loaded.spec.stages)):
+        try:
+            out[str(i)] = int(loaded.where("stages", i).rsplit(":", 2)[1])
+        except (ValueError, IndexError, KeyError, TypeError):
+            continue
+    return out
 
 
 def _canon(check: str) -> str:
