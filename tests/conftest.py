@@ -1,0 +1,13 @@
+"""Test-suite settings: hypothesis runs derandomized (the same examples every run) so CI is
+reproducible; set THREADMAP_HYPOTHESIS=explore locally to search new examples."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("THREADMAP_HYPOTHESIS", "ci"))
