@@ -251,14 +251,20 @@ def bank_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | Non
     legend = ["colour: distinct 4-byte words a bank serves in its busiest phase",
               "(green 1 = no conflict, yellow-red >1); right: wavefronts vs ideal;",
               "hover a cell for its words and lanes"]
+    return _finish_heatmap(body, legend, dropped, y0 + len(analyses) * ch + 6,
+                           x0 + NUM_BANKS * cw + right, head,
+                           f"bank heat map: tensor {table.tensor} block {block}")
+
+
+def _finish_heatmap(body: list[str], legend: list[str], dropped: int, ly: float, grid_width: float,
+                    head: str, caption: str) -> Drawing:
+    """Append the legend below a heat map's rows and size the drawing."""
     if dropped:
         legend.append(f"{dropped} more warp instructions not drawn")
-    ly = y0 + len(analyses) * ch + 6
     for k, line in enumerate(legend):
         body.append(_text(4, ly + LINE_H * k + LINE_H / 2, line, size=11, anchor="start"))
-    width = max(x0 + NUM_BANKS * cw + right, max(_text_width(s) for s in [*legend, head]) + 10)
-    return Drawing(width, ly + LINE_H * len(legend) + 4, body,
-                   [f"bank heat map: tensor {table.tensor} block {block}"])
+    width = max(grid_width, max(_text_width(s) for s in [*legend, head]) + 10)
+    return Drawing(width, ly + LINE_H * len(legend) + 4, body, [caption])
 
 
 def sector_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | None = None,
@@ -294,14 +300,9 @@ def sector_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | N
     legend = ["cells: the instruction's 32-byte sectors in address order;",
               "number and colour: bytes of the sector it uses (green 32 = fully used);",
               "hover a cell for its address and lanes"]
-    if dropped:
-        legend.append(f"{dropped} more warp instructions not drawn")
-    ly = y0 + len(analyses) * ch + 6
-    for k, line in enumerate(legend):
-        body.append(_text(4, ly + LINE_H * k + LINE_H / 2, line, size=11, anchor="start"))
-    width = max(x0 + ncols * cw + right, max(_text_width(s) for s in [*legend, head]) + 10)
-    return Drawing(width, ly + LINE_H * len(legend) + 4, body,
-                   [f"sector heat map: tensor {table.tensor} block {block}"])
+    return _finish_heatmap(body, legend, dropped, y0 + len(analyses) * ch + 6,
+                           x0 + ncols * cw + right, head,
+                           f"sector heat map: tensor {table.tensor} block {block}")
 
 
 def heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | None = None,

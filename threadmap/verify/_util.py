@@ -155,3 +155,21 @@ def access_groups(t: AccessTable) -> np.ndarray | None:
     if not (lanes == np.arange(k)).all():
         return None
     return np.arange(n).reshape(-1, k)
+
+
+def start_check(check: str, tables: Any, memory: str, what: str) -> tuple[list[AccessTable], Any]:
+    """Chunks of one side and a fresh result; the result is already a SKIP (returned as the
+    second item with no chunks) when there are no tables or the memory kind does not apply."""
+    from threadmap.verify.result import CheckResult
+
+    chunks = [tables] if isinstance(tables, AccessTable) else list(tables)
+    if not chunks:
+        return [], CheckResult(check, None, None, "SKIP", {"reason": "no tables"})
+    t0 = chunks[0]
+    res = CheckResult(check, t0.stage, t0.side, "PASS")
+    if t0.memory != memory:
+        res.status = "SKIP"
+        res.summary = {"reason": f"{t0.memory} memory: {what} applies to {memory} memory"}
+        return [], res
+    return chunks, res
+

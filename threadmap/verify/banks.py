@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
-from threadmap.verify._util import count_per_group, distinct_pairs, row_witness
+from threadmap.verify._util import count_per_group, distinct_pairs, row_witness, start_check
 from threadmap.verify.result import CheckResult, Finding
 
 CHECK = "bank_conflicts"
@@ -123,15 +123,10 @@ def check_bank_conflicts(tables: AccessTable | Iterable[AccessTable], *, max_ext
     bank, and its lanes with their words).  FAIL iff ``max_extra`` is given and the extra
     wavefronts exceed it; otherwise a conflict is a ``warning`` finding.
     """
-    chunks = [tables] if isinstance(tables, AccessTable) else list(tables)
+    chunks, res = start_check(CHECK, tables, "shared", "bank conflicts")
     if not chunks:
-        return CheckResult(CHECK, None, None, "SKIP", {"reason": "no tables"})
-    t0 = chunks[0]
-    res = CheckResult(CHECK, t0.stage, t0.side, "PASS")
-    if t0.memory != "shared":
-        res.status = "SKIP"
-        res.summary = {"reason": f"{t0.memory} memory: bank conflicts apply to shared memory"}
         return res
+    t0 = chunks[0]
     tot = {"instructions": 0, "wavefronts": 0, "ideal_wavefronts": 0, "conflicted_instructions": 0}
     worst: dict[str, Any] | None = None
     worst_extra = -1

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
-from threadmap.verify._util import count_per_group, distinct_pairs, row_witness
+from threadmap.verify._util import count_per_group, distinct_pairs, row_witness, start_check
 from threadmap.verify.result import MAX_FINDINGS, CheckResult, Finding
 from threadmap.verify.vectorize import access_legality
 
@@ -95,15 +95,10 @@ def check_coalescing(tables: AccessTable | Iterable[AccessTable], *, max_ratio: 
     FAIL on a misaligned access or when a given limit is exceeded; otherwise an
     inefficient worst instruction is a ``warning`` finding.
     """
-    chunks = [tables] if isinstance(tables, AccessTable) else list(tables)
+    chunks, res = start_check(CHECK, tables, "global", "coalescing")
     if not chunks:
-        return CheckResult(CHECK, None, None, "SKIP", {"reason": "no tables"})
-    t0 = chunks[0]
-    res = CheckResult(CHECK, t0.stage, t0.side, "PASS")
-    if t0.memory != "global":
-        res.status = "SKIP"
-        res.summary = {"reason": f"{t0.memory} memory: coalescing applies to global memory"}
         return res
+    t0 = chunks[0]
     tot = {"requests": 0, "sectors": 0, "ideal_sectors": 0, "lines": 0, "bytes": 0, "misaligned": 0}
     worst: dict[str, Any] | None = None
     worst_excess = -1

@@ -202,6 +202,17 @@ def check_dataflow(stages: Sequence[StageRecord], transform: Transform = None, *
             raise ValueError("register key out of range (thread < 2^16, value < 2^22, block < 2^21)")
         return ((b * 16 + names("reg:" + t.tensor) % 16) << 38) + (c[:, 0] << 22) + c[:, 1]
 
+    def uninitialised(si: int, src: AccessTable, rs: np.ndarray, bad: np.ndarray, what: str,
+                      key: str) -> None:
+        """Count reads of never-written values; witness the first three."""
+        cnt["uninitialised_reads"] += bad.size
+        for j in bad[:3]:
+            w = row_witness(src, int(rs[j]))
+            res.add(Finding(CHECK, "uninitialised_read",
+                            f"stage {si}: block {w['block']} thread {w['thread']} reads "
+                            + what.format(w[key]), w, si, "src"), 0)
+        res.total_findings += bad.size
+
     def commit() -> None:
         if not pend["ek"]:
             return
@@ -270,15 +281,8 @@ def check_dataflow(stages: Sequence[StageRecord], transform: Transform = None, *
                 val = np.full(rs.size, FOREIGN, dtype=np.int64)
         elif src.memory == "register":
             val, found = regs.read(reg_keys(src, rs))
-            bad = np.flatnonzero(~found)
-            cnt["uninitialised_reads"] += bad.size
-            for j in bad[:3]:
-                w = row_witness(src, int(rs[j]))
-                res.add(Finding(CHECK, "uninitialised_read",
-                                f"stage {si}: block {w['block']} thread {w['thread']} reads register "
-                                f"value {w['coordinate']} of {src.tensor!r} that was never written",
-                                w, si, "src"), 0)
-            res.total_findings += bad.size
+            uninitialised(si, src, rs, np.flatnonzero(~found),
+                          f"register value {{}} of {src.tensor!r} that was never written", "coordinate")
         else:
             ek, wk = smem_keys(src, rs)
             th = np.asarray(src.thread, dtype=np.int64)[rs]
@@ -320,14 +324,8 @@ def check_dataflow(stages: Sequence[StageRecord], transform: Transform = None, *
             bad = np.flatnonzero(~found & ~stale_mask)
             if (src.buffer or src.tensor) not in written:
                 bad = bad[:0]
-            cnt["uninitialised_reads"] += bad.size
-            for j in bad[:3]:
-                w = row_witness(src, int(rs[j]))
-                res.add(Finding(CHECK, "uninitialised_read",
-                                f"stage {si}: block {w['block']} thread {w['thread']} reads shared address "
-                                f"{w['address']} that was never written before the last barrier",
-                                w, si, "src"), 0)
-            res.total_findings += bad.size
+            uninitialised(si, src, rs, bad,
+                          "shared address {} that was never written before the last barrier", "address")
         # ---- write
         if dst.memory == "register":
             regs.write(reg_keys(dst, rd), val)

@@ -14,9 +14,9 @@ result.  ``expect`` (from the spec): ``transform`` (``"copy"``/``"transpose"``),
 ``min_vector_bits``.  ``options``:
 ``size_names`` ({mode: name} or {tensor: {mode: name}}), ``tile`` / ``tile_origin``
 overrides, ``thorough`` (grid duplicate pairs), ``grid`` (run the whole-grid coverage
-and predicates, default True), ``grid_assume`` (a function table -> flat mask of elements
-proved covered without enumeration, or None), ``perf_chunks`` (how many chunks the coalescing/bank/
-vectorize checks look at; default all), ``perf`` (False: skip those three checks).
+and predicates, default True; the pipeline streams those itself), ``perf_chunks`` (how
+many chunks the coalescing/bank/vectorize checks look at; default all), ``perf`` (False:
+skip those three checks).
 """
 
 from __future__ import annotations
@@ -115,11 +115,6 @@ def run_checks(stages: Sequence[StageRecord], expect: dict[str, Any] | None = No
                 for t in side_chunks]))
             if t0.memory == "global" and options.get("grid", True):
                 grid = GridCoverage(t0.shape, replication=replicated, thorough=options.get("thorough", False))
-                assume = options.get("grid_assume")
-                if assume is not None:
-                    mask = assume(t0)
-                    if mask is not None:
-                        grid.assume(mask)
                 pc = PredicateCheck(t0.shape, size_names=_size_names(options, t0), grid=grid)
                 for t in side_chunks:
                     grid.add(t)
