@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from threadmap.layout.printing import num_digits
+from threadmap.layout import num_digits
 from threadmap.render.common import (
     LINE_BYTES,
     NUM_BANKS,

@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
+import threadmap.layout as L
 from threadmap.errors import ThreadmapError
-from threadmap.layout import layout as L
-from threadmap.layout.int_tuple import ArithTuple, product_each
-from threadmap.layout.parse import parse_layout
+from threadmap.layout import ArithTuple, parse_layout, product_each
 from threadmap.simulate.access import AccessTable
 from threadmap.spec.schema import ELEMENT_BITS, CopyStage, Side, Spec, TensorSpec
 
@@ -142,7 +141,7 @@ class Simulation:
         if side.thread_map is not None:
             return self._thread_map_partition(side, tile)
         if side.mma is not None:
-            from threadmap.layout.tiled import make_tiled_mma
+            from threadmap.layout import make_tiled_mma
 
             m = side.mma
             mma = make_tiled_mma(m.atom, parse_layout(m.atom_layout, self.env))
@@ -157,7 +156,7 @@ class Simulation:
         raise SimulationError("side has no partition")
 
     def _tiled_copy(self, side: Side) -> Any:
-        from threadmap.layout.tiled import make_tiled_copy
+        from threadmap.layout import make_tiled_copy
 
         assert side.tiled_copy is not None
         tcs = side.tiled_copy
@@ -243,7 +242,7 @@ class Simulation:
             if s.thread_map is not None:
                 return lp["src" if s is sides["src"][0] else "dst"].vec
         if tiled:
-            from threadmap.layout.tiled import get_copy_op
+            from threadmap.layout import get_copy_op
 
             atom = tiled[0].atom
             op = get_copy_op(atom)

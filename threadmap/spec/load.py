@@ -41,9 +41,8 @@ import yaml
 from pydantic import ValidationError
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.layout.layout import cosize, rank, size
-from threadmap.layout.layout import shape as layout_shape
-from threadmap.layout.parse import parse_layout
+from threadmap.layout import cosize, parse_layout, rank, size
+from threadmap.layout import shape as layout_shape
 from threadmap.spec.expr import BLOCK_NAMES, evaluate, parse_expr
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
 
