@@ -1,0 +1,355 @@
+"""What the pydantic models cannot check: names, references, thread counts, ranks, sizes
+and bounds, for every size environment; and the size environments themselves."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.layout import cosize, parse_layout, rank, size
+from threadmap.layout import shape as layout_shape
+from threadmap.spec.expr import BLOCK_NAMES, evaluate, parse_expr
+from threadmap.spec.located import Errors, Path_
+from threadmap.spec.pydantic_errors import COMMA_HINT, unbalanced
+from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
+
+MAX_EXTENT = 2**31            # one dimension: a size, a grid entry, a tile extent, a shape mode
+MAX_ELEMENTS = 2**40          # size or cosize of one tensor layout
+MAX_THREADS = 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's gridDim limits
+MAX_SHARED_BYTES = 227 * 1024  # shared memory per block (sm_80/sm_90 opt-in maximum)
+MAX_SAMPLES = 64              # sample values of one range
+MAX_ENVS = 64                 # size environments (cross product of samples) before diagonalising
+DEFAULT_SAMPLE_CAP = 4096     # default samples stay at or below this (the range max only if small)
+
+_SIZE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_LAYOUT_NAME = re.compile(r"(?<![A-Za-z0-9_<])([A-Za-z][A-Za-z0-9_]*)")
+
+
+def default_samples(rng: SizeRange, tiles: Sequence[int] = ()) -> list[int]:
+    """Sample values for a size range when it gives no ``samples``.
+
+    With ``m = multiple_of``, ``lo``/``hi`` the smallest/largest multiples of ``m`` in
+    ``[min, max]`` and ``t`` the largest constant tile extent of the spec:
+    ``lo``; ``hi`` if ``hi <= 4096``; ``t`` and ``2*t`` (whole tiles); ``t + m`` and
+    ``2*t - m`` (non-multiples of the tile, when ``m`` does not divide into whole tiles);
+    all rounded to multiples of ``m`` and kept inside ``[lo, min(hi, 4096)]``, sorted.
+    """
+    m = rng.multiple_of
+    lo = -(-rng.min // m) * m
+    hi = rng.max // m * m
+    if lo > hi:
+        return []
+    cap = min(hi, max(lo, DEFAULT_SAMPLE_CAP))
+    out = {lo}
+    if hi <= DEFAULT_SAMPLE_CAP:
+        out.add(hi)
+    t = max(tiles, default=0)
+    if t > 0:
+        for v in (t, 2 * t, t + m, 2 * t - m):
+            v = v // m * m
+            if lo <= v <= cap:
+                out.add(v)
+    return sorted(out)
+
+
+def sample_envs(sizes: Mapping[str, int | SizeRange], tiles: Sequence[int] = ()) -> list[dict[str, int]]:
+    """The size environments to run: the cross product of every range's samples (given or
+    :func:`default_samples`), or, if that exceeds :data:`MAX_ENVS`, the "diagonal" where
+    environment ``i`` takes sample ``i mod len`` of each range.  Fixed sizes are constant."""
+    fixed = {k: v for k, v in sizes.items() if isinstance(v, int)}
+    ranges = {k: v for k, v in sizes.items() if isinstance(v, SizeRange)}
+    if not ranges:
+        return [dict(fixed)]
+    samples = {k: (list(r.samples) if r.samples else default_samples(r, tiles)) for k, r in ranges.items()}
+    total = 1
+    for s in samples.values():
+        total *= max(1, len(s))
+    names = list(samples)
+    if total <= MAX_ENVS:
+        combos: Iterator[tuple[int, ...]] = itertools.product(*(samples[k] for k in names))
+    else:
+        n = max(len(s) for s in samples.values())
+        combos = (tuple(samples[k][i % len(samples[k])] for k in names) for i in range(n))
+    return [{**fixed, **dict(zip(names, c))} for c in combos]
+
+
+def max_env(sizes: Mapping[str, int | SizeRange]) -> dict[str, int]:
+    return {k: (v if isinstance(v, int) else v.max // v.multiple_of * v.multiple_of)
+            for k, v in sizes.items()}
+
+
+def _layout_names(text: str) -> list[str]:
+    """Names used in a CuTe layout string (the ``Sw`` of swizzles and the ``o`` of
+    composition excluded)."""
+    return [n for n in _LAYOUT_NAME.findall(text) if n not in ("o", "Sw")]
+
+
+def _sides(spec: Spec) -> Iterator[tuple[int, str, Side]]:
+    for i, st in enumerate(spec.stages):
+        if isinstance(st, Copy):
+            yield i, "src", st.copy_.src
+            yield i, "dst", st.copy_.dst
+
+
+def _layout_fields(spec: Spec) -> Iterator[tuple[Path_, str]]:
+    """Every layout string of the spec with its path."""
+    for name, t in spec.tensors.items():
+        yield ("tensors", name, "layout"), t.layout
+    for i, which, side in _sides(spec):
+        base: Path_ = ("stages", i, "copy", which)
+        if side.threads is not None:
+            yield (*base, "threads"), side.threads
+        if side.tiled_copy is not None:
+            yield (*base, "tiled_copy", "threads"), side.tiled_copy.threads
+            yield (*base, "tiled_copy", "values"), side.tiled_copy.values
+        if side.mma is not None:
+            yield (*base, "mma", "atom_layout"), side.mma.atom_layout
+
+
+def _const_tiles(spec: Spec) -> list[int]:
+    out: list[int] = []
+    for _, _, side in _sides(spec):
+        for x in side.tile or []:
+            try:
+                e = parse_expr(x)
+                if e.is_const():
+                    out.append(e.eval({}))
+            except SpecError:
+                pass
+        if side.thread_map is not None:
+            out.extend(side.thread_map.shape)
+    return [t for t in out if 0 < t <= MAX_EXTENT]
+
+
+def _env_note(env: Mapping[str, int], spec: Spec) -> str:
+    ranged = [k for k, v in spec.sizes.items() if isinstance(v, SizeRange)]
+    if not ranged:
+        return ""
+    return " (with " + ", ".join(f"{k}={env[k]}" for k in ranged) + ")"
+
+
+def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dict[str, int]]:
+    """What the models cannot check; adds located problems to ``errs``.  Returns the size
+    environments and the max environment (meaningful only when no problem was added).
+
+    * sizes: every value, range bound and sample is at most 2^31 (one dimension); a range has
+      a multiple of ``multiple_of`` inside it; samples lie in the range and are multiples;
+    * names: every name in an expression or layout is a defined size (``at`` may also use
+      ``bx``, ``by``, ``bz``);
+    * references: stage tensors exist; a register fragment is written (as a ``dst``) before
+      it is read (as a ``src``); ``alias`` names an existing shared tensor (chains are
+      followed, cycles rejected) and the view fits in the buffer;
+    * for every size environment (samples and the max): ``threads`` is 1..1024; grid entries
+      are >= 1 and within CUDA's limits; layouts parse, every mode extent is <= 2^31 and
+      size/cosize <= 2^40; shared memory fits 227 KiB; tile rank == at rank <= tensor
+      rank, tile extents in 1..2^31; every thread layout (``threads``, ``tiled_copy.threads``,
+      ``thread_map.threads``) has exactly ``threads`` threads.
+    """
+    defined = set(spec.sizes)
+    n0 = len(errs.lines)
+
+    # -- sizes
+    for k, v in spec.sizes.items():
+        p: Path_ = ("sizes", k)
+        if not _SIZE_NAME.fullmatch(k) or k in ("o", "Sw"):
+            errs.add(p, f"size name {k!r} cannot be used in layouts; use ASCII letters, digits "
+                     "and '_', starting with a letter (not 'o' or 'Sw')", key=True)
+            continue
+        if isinstance(v, int):
+            if v > MAX_EXTENT:
+                errs.add(p, f"size {k} = {v} is huge; one dimension is at most 2^31 = {MAX_EXTENT}")
+            continue
+        if v.max > MAX_EXTENT:
+            errs.add((*p, "max"), f"range max {v.max} is huge; one dimension is at most 2^31")
+            continue
+        if v.multiple_of > v.max or -(-v.min // v.multiple_of) * v.multiple_of > v.max:
+            errs.add(p, f"no multiple of {v.multiple_of} lies in [{v.min}, {v.max}]")
+            continue
+        if v.samples is not None:
+            if not v.samples:
+                errs.add((*p, "samples"), "samples is empty; omit it for the default samples")
+            if len(v.samples) > MAX_SAMPLES:
+                errs.add((*p, "samples"), f"more than {MAX_SAMPLES} samples")
+            for j, s in enumerate(v.samples[:MAX_SAMPLES]):
+                if not v.min <= s <= v.max or s % v.multiple_of:
+                    errs.add((*p, "samples", j), f"sample {s} is not in [{v.min}, {v.max}] "
+                             f"or not a multiple of {v.multiple_of}")
+
+    # -- names in expressions and layouts
+    exprs: list[tuple[Path_, Any, set[str]]] = [(("threads",), spec.threads, defined)]
+    exprs += [(("grid", i), g, defined) for i, g in enumerate(spec.grid)]
+    for i, which, side in _sides(spec):
+        base: Path_ = ("stages", i, "copy", which)
+        exprs += [((*base, "tile", j), t, defined) for j, t in enumerate(side.tile or [])]
+        exprs += [((*base, "at", j), a, defined | set(BLOCK_NAMES)) for j, a in enumerate(side.at or [])]
+    bad_expr: set[Path_] = set()
+    for p, x, names in exprs:
+        try:
+            e = parse_expr(x)
+        except SpecError as ex:
+            errs.add(p, str(ex) + (COMMA_HINT if unbalanced(x) else ""))
+            bad_expr.add(p)
+            continue
+        undefined = sorted(e.names() - names)
+        if undefined:
+            errs.add(p, f"undefined name {undefined[0]!r} in {str(x)!r}"
+                     f"{'' if p[-2] == 'at' else ' (names here are the sizes)'}; "
+                     f"defined: {', '.join(sorted(names)) or 'none'}")
+            bad_expr.add(p)
+    bad_layout: set[Path_] = set()
+    for p, text in _layout_fields(spec):
+        undefined = sorted(set(_layout_names(text)) - defined)
+        if undefined:
+            errs.add(p, f"undefined name {undefined[0]!r} in layout {text!r}; "
+                     f"defined sizes: {', '.join(sorted(defined)) or 'none'}")
+            bad_layout.add(p)
+
+    # -- references
+    for name, t in spec.tensors.items():
+        if t.alias is None:
+            continue
+        p = ("tensors", name, "alias")
+        if t.memory != "shared":
+            errs.add(p, "only shared tensors can alias a buffer")
+        seen = {name}
+        cur = t.alias
+        while True:
+            if cur not in spec.tensors:
+                errs.add(p, f"alias target {cur!r} is not a tensor")
+                break
+            if cur in seen:
+                errs.add(p, f"alias cycle through {cur!r}")
+                break
+            if spec.tensors[cur].memory != "shared":
+                errs.add(p, f"alias target {cur!r} is in {spec.tensors[cur].memory} memory, not shared")
+                break
+            seen.add(cur)
+            if spec.tensors[cur].alias is None:
+                break
+            cur = spec.tensors[cur].alias  # type: ignore[assignment]
+    written: set[str] = set()
+    for i, st in enumerate(spec.stages):
+        if not isinstance(st, Copy):
+            continue
+        for which in ("src", "dst"):
+            side = getattr(st.copy_, which)
+            p = ("stages", i, "copy", which)
+            if side.tensor is not None and side.tensor not in spec.tensors:
+                errs.add((*p, "tensor"), f"tensor {side.tensor!r} is not defined; tensors: "
+                         f"{', '.join(spec.tensors) or 'none'}")
+            if side.registers is not None:
+                if which == "src" and side.registers not in written:
+                    errs.add((*p, "registers"), f"register fragment {side.registers!r} is read "
+                             "before any stage writes it")
+                if side.tile is not None:
+                    errs.add((*p, "tile"), "a register side has no tile")
+        if st.copy_.dst.registers is not None:
+            written.add(st.copy_.dst.registers)
+
+    if len(errs.lines) > n0:
+        return [], {}
+
+    # -- evaluated checks, per environment
+    envs = sample_envs(spec.sizes, _const_tiles(spec))
+    top_env = max_env(spec.sizes)
+    check_envs = envs + ([top_env] if top_env not in envs else [])
+    for env in check_envs:
+        note = _env_note(env, spec)
+
+        def ev(p: Path_, x: Any, env: Mapping[str, int] = env, note: str = note) -> int | None:
+            try:
+                return evaluate(x, env)
+            except SpecError as ex:
+                errs.add(p, f"{ex}{note}")
+                return None
+
+        threads = ev(("threads",), spec.threads)
+        if threads is not None and not 1 <= threads <= MAX_THREADS:
+            errs.add(("threads",), f"threads = {threads}{note}; a CTA has 1..{MAX_THREADS} threads")
+            threads = None
+        for i, g in enumerate(spec.grid):
+            gv = ev(("grid", i), g)
+            if gv is not None and not 1 <= gv <= MAX_GRID[i]:
+                errs.add(("grid", i), f"grid entry {i} = {gv}{note}; it must be in 1..{MAX_GRID[i]}")
+
+        layouts: dict[Path_, Any] = {}
+        for p, text in _layout_fields(spec):
+            try:
+                lay = parse_layout(text, env)
+                n, cn = size(lay), cosize(lay)
+                modes = _flat_shape(layout_shape(lay))
+            except (ThreadmapError, RecursionError, TypeError, ValueError) as ex:
+                errs.add(p, f"{ex}{note}")
+                continue
+            if any(m > MAX_EXTENT for m in modes) or n > MAX_ELEMENTS or cn > MAX_ELEMENTS:
+                errs.add(p, f"layout {text!r} is huge{note}: size {n}, cosize {cn}; "
+                         f"limits are 2^31 per mode and 2^40 elements")
+                continue
+            layouts[p] = lay
+
+        smem = 0
+        for name, t in spec.tensors.items():
+            lay = layouts.get(("tensors", name, "layout"))
+            if lay is None or t.memory != "shared":
+                continue
+            nbytes = (t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8
+            if t.alias is None:
+                smem += nbytes
+                continue
+            root = t.alias
+            while spec.tensors[root].alias is not None:
+                root = spec.tensors[root].alias  # type: ignore[assignment]
+            rl = layouts.get(("tensors", root, "layout"))
+            rt = spec.tensors[root]
+            if rl is not None:
+                rbytes = (rt.offset + cosize(rl)) * ELEMENT_BITS[rt.element or spec.element] // 8
+                if nbytes > rbytes:
+                    errs.add(("tensors", name, "layout"), f"view of {nbytes} bytes (offset included) "
+                             f"exceeds its buffer {root!r} of {rbytes} bytes{note}")
+        if smem > MAX_SHARED_BYTES:
+            errs.add(("tensors",), f"shared tensors need {smem} bytes{note}; a CTA has at most "
+                     f"{MAX_SHARED_BYTES} bytes of shared memory")
+
+        for i, which, side in _sides(spec):
+            base = ("stages", i, "copy", which)
+            if side.tile is not None and side.at is not None and side.tensor in spec.tensors:
+                tl = layouts.get(("tensors", side.tensor, "layout"))
+                if len(side.tile) != len(side.at):
+                    errs.add((*base, "at"), f"'at' has {len(side.at)} coordinates but 'tile' has "
+                             f"{len(side.tile)} extents")
+                elif tl is not None and len(side.tile) > rank(tl):
+                    errs.add((*base, "tile"), f"tile has rank {len(side.tile)} but tensor "
+                             f"{side.tensor!r} has rank {rank(tl)}")
+                for j, x in enumerate(side.tile):
+                    v = ev((*base, "tile", j), x)
+                    if v is not None and not 1 <= v <= MAX_EXTENT:
+                        errs.add((*base, "tile", j), f"tile extent {v}{note} must be in 1..2^31")
+                benv = {**env, "bx": 0, "by": 0, "bz": 0}
+                for j, x in enumerate(side.at):
+                    ev((*base, "at", j), x, benv)
+            if threads is None:
+                continue
+            for sub in ("threads", ("tiled_copy", "threads")):
+                p = (*base, sub) if isinstance(sub, str) else (*base, *sub)
+                lay = layouts.get(p)
+                if lay is not None and size(lay) != threads:
+                    errs.add(p, f"thread layout has {size(lay)} threads, but threads = {threads}{note}")
+            if side.thread_map is not None and side.thread_map.threads != threads:
+                errs.add((*base, "thread_map", "threads"), f"thread map has {side.thread_map.threads} "
+                         f"threads, but threads = {threads}{note}")
+        if len(errs.lines) > n0:
+            break
+    return envs, top_env
+
+
+def _flat_shape(shape: Any) -> list[int]:
+    if shape is None:
+        return []
+    if isinstance(shape, tuple):
+        return [x for s in shape for x in _flat_shape(s)]
+    return [shape] if isinstance(shape, int) else []
+
