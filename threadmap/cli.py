@@ -1,20 +1,18 @@
-"""The ``threadmap`` command line.
+"""The ``threadmap`` command line, a thin layer over :mod:`threadmap.api`.
 
-``threadmap layout LAYOUT [OP [ARG]]...`` is a CuTe layout calculator: operations are
-applied left to right, each to the result of the previous one, e.g.::
-
-    threadmap layout "(2,2):(1,6)" complement 24        # (3,2):(2,12)
-    threadmap layout "(4,8):(8,1)" show                 # print_layout grid
-    threadmap layout "(4,8):(8,1)" logical_divide "(2,4)" --json
-
-Bad input prints one line on stderr and exits with status 2.
+Exit status: 0 everything passes; 1 findings; 2 invalid input (a spec, an option, a path:
+one line per problem, ``FILE:LINE:COL: field.path: message`` for specs); 3 an internal
+error (one line naming the spec or command).  No traceback reaches the user.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 import numpy as np
@@ -24,33 +22,110 @@ from threadmap.errors import ThreadmapError
 from threadmap.layout import parse_int_tuple, print_layout
 from threadmap.layout.calculator import OPS, Show, run_layout
 
+#: largest rank-2 layout ``layout ... show`` draws, and largest thread-map listing
+MAX_DRAW_CELLS = 1 << 16
+MAX_LIST = 1 << 22
+#: largest ``simulate`` dump (rows)
+MAX_SIMULATE_ROWS = 1 << 24
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, list):
-        return v
-    return str(v)
+
+class UsageError(ThreadmapError):
+    """Bad command-line input (exit status 2)."""
+
+
+def _fail(msg: str, status: int = 2) -> NoReturn:
+    click.echo(f"threadmap: error: {_one_line(msg)}", err=True)
+    sys.exit(status)
+
+
+def _one_line(msg: str) -> str:
+    from threadmap.report.formats import printable
+
+    lines = [printable(x) for x in str(msg).splitlines()] or [""]
+    return "\n".join(lines)
 
 
 class _Group(click.Group):
+    """Maps every error to its exit status: ThreadmapError 2, anything unexpected 3."""
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
         except ThreadmapError as e:
-            click.echo(f"threadmap: error: {e}", err=True)
-            ctx.exit(2)
-        except RecursionError:
-            click.echo("threadmap: error: input nested too deeply", err=True)
-            ctx.exit(2)
+            _fail(str(e))
+        except (RecursionError, MemoryError) as e:
+            _fail(f"input too large or nested too deeply ({type(e).__name__})")
+        except BrokenPipeError:
+            sys.exit(0)
+        except Exception as e:  # noqa: BLE001 - the promise: exit 3 with one line, never a traceback
+            sub = ctx.invoked_subcommand or "threadmap"
+            _fail(f"internal error in '{sub}': {type(e).__name__}: {e}", 3)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="threadmap")
 def main() -> None:
-    """threadmap: simulate and verify CUTLASS/CuTe thread maps."""
+    """threadmap: simulate and verify CUTLASS/CuTe thread maps.
+
+    \b
+    Examples:
+      threadmap verify specs/cute_transpose/row_smem.yaml
+      threadmap verify specs/ --check-expected --format json
+      threadmap layout "(4,8):(8,1)" logical_divide "(2,4)"
+      threadmap threadmap PitchLinearStripminedThreadMap 64x64 128 4 --thread 50
+    """
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def _parse_sizes(text: str | None) -> dict[str, int] | None:
+    """``M=1000,N=62`` -> {"M": 1000, "N": 62}."""
+    if text is None:
+        return None
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, eq, val = part.partition("=")
+        name, val = name.strip(), val.strip()
+        if not eq or not name.isidentifier() or not val.isascii() or not val.isdigit() or len(val) > 19:
+            raise UsageError(f"--sizes expects NAME=INTEGER pairs separated by commas, e.g. M=1000,N=62; "
+                             f"got {part.strip()!r}")
+        out[name] = int(val)
+    return out
+
+
+def _output(path: str | None, inputs: list[Path]) -> Callable[[str], None]:
+    """A writer for ``-o PATH`` (stdout when None), checked before any work is done."""
+    if path is None:
+        return lambda text: click.echo(text, nl=not text.endswith("\n"))
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"-o {path}: is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"-o {path}: directory {parent} does not exist")
+    try:
+        target = p.resolve()
+        for i in inputs:
+            if i.exists() and i.resolve() == target:
+                raise UsageError(f"-o {path} would overwrite the input spec {i}")
+    except OSError as e:
+        raise UsageError(f"-o {path}: {e.strerror or e}") from None
+
+    def write(text: str) -> None:
+        try:
+            with open(p, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"-o {path}: cannot write: {e.strerror or e}") from None
+    return write
+
+
+# ----------------------------------------------------------------------------- layout
 
 
 @main.command("layout", context_settings={"ignore_unknown_options": True})
@@ -61,19 +136,25 @@ def layout_cmd(tokens: tuple[str, ...], as_json: bool, static: bool) -> None:
     """CuTe layout calculator: LAYOUT [OP [ARG]]...
 
     \b
+    Examples:
+      threadmap layout "(2,2):(1,6)" complement 24
+      threadmap layout "(4,8):(8,1)" logical_divide "(2,4)" --json
+      threadmap layout "Sw<3,4,3> o (8,64):(64,1)" show
+    \b
     Operations: """
     steps = run_layout(list(tokens))
-    name, result = steps[-1]
+    result = steps[-1][1]
+    if isinstance(result, Show) and L.size(result.layout) > MAX_DRAW_CELLS:
+        raise UsageError(f"show draws at most {MAX_DRAW_CELLS} cells; this layout has {L.size(result.layout)}")
     if as_json:
         out: dict[str, Any] = {"input": str(steps[0][1]), "ops": [s for s, _ in steps[1:]]}
         if isinstance(result, Show):
-            from threadmap.layout import layout_grid
             out["layout"] = str(result.layout)
-            out["grid"] = layout_grid(result.layout).tolist()
-        elif isinstance(result, (L.Layout,)) or hasattr(result, "layout_b"):
+            out["grid"] = L.layout_grid(result.layout).tolist()
+        elif isinstance(result, L.Layout) or hasattr(result, "layout_b"):
             out["result"] = _fmt(result, static)
             out["shape"] = _jsonable(getattr(result, "shape", None))
-            out["stride"] = _jsonable(getattr(result, "stride", None))
+            out["stride"] = _jsonable(getattr(result, "stride", None)) if isinstance(result, L.Layout) else None
             out["size"] = int(L.size(result))
             out["cosize"] = int(L.cosize(result))
         else:
@@ -95,29 +176,47 @@ def layout_cmd(tokens: tuple[str, ...], as_json: bool, static: bool) -> None:
 layout_cmd.help = (layout_cmd.help or "") + ", ".join(OPS)
 
 
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, list):
+        return v
+    return str(v)
+
+
+def _fmt(x: Any, static: bool) -> str:
+    to_str = getattr(x, "to_str", None)
+    return to_str(static=static) if to_str else str(x)
+
+
+# ----------------------------------------------------------------------------- thread maps
+
+
 def build_thread_map(tokens: list[str]) -> Any:
     """``NAME ARG...`` -> a thread map; ARGs are the template parameters in header order
-    (shapes as ``64x64`` or ``(64,64)``); a transpose wraps ``--of``-style nested text."""
+    (shapes as ``64x64`` or ``(64,64)``); a transpose wraps its map given as one quoted argument."""
     from threadmap.cutlass import THREAD_MAPS
 
     if not tokens:
-        raise ThreadmapError("name a thread map: " + ", ".join(THREAD_MAPS))
+        raise UsageError("name a thread map: " + ", ".join(THREAD_MAPS))
     name, *args = tokens
     cls = THREAD_MAPS.get(name)
     if cls is None:
-        raise ThreadmapError(f"unknown thread map {name!r}; known: {', '.join(THREAD_MAPS)}")
+        raise UsageError(f"unknown thread map {name!r}; known: {', '.join(THREAD_MAPS)}")
     values: list[Any] = []
     if name.startswith("Transpose"):
         if not args:
-            raise ThreadmapError(f"{name} wraps a thread map: give it as one quoted argument")
+            raise UsageError(f"{name} wraps a thread map: give it as one quoted argument")
         values.append(build_thread_map(args[0].split()))
         args = args[1:]
     for a in args:
         values.append(parse_int_tuple("(" + a.replace("x", ",") + ")") if "x" in a else parse_int_tuple(a))
     try:
         return cls(*values)
-    except TypeError as e:
-        raise ThreadmapError(f"{name}: wrong parameters ({e})") from None
+    except TypeError:
+        raise UsageError(f"{name}: wrong number or kind of template parameters ({len(values)} given)") from None
 
 
 @main.command("threadmap", context_settings={"ignore_unknown_options": True})
@@ -128,21 +227,25 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     """CUTLASS 2.x thread map calculator: NAME TEMPLATE-ARGS...
 
     \b
-    threadmap threadmap PitchLinearStripminedThreadMap 64x64 128 4 --thread 50
-    threadmap threadmap PitchLinearWarpRakedThreadMap 64x8 128 8x4 8
+    Examples:
+      threadmap threadmap PitchLinearStripminedThreadMap 64x64 128 4 --thread 50
+      threadmap threadmap PitchLinearWarpRakedThreadMap 64x8 128 8x4 8
     """
     from rich.console import Console
     from rich.table import Table
 
     tm = build_thread_map(list(tokens))
     if thread is not None and not 0 <= thread < tm.threads:
-        raise ThreadmapError(f"--thread {thread} is outside [0, {tm.threads})")
+        raise UsageError(f"--thread {thread} is outside [0, {tm.threads})")
+    per_thread = int(np.prod(tm.iterations)) * int(tm.elements_per_access) * int(
+        np.prod(getattr(tm, "thread_access_shape", (1, 1))))
+    if per_thread * tm.threads > MAX_LIST:
+        raise UsageError(f"this thread map makes {per_thread * tm.threads} accesses; threadmap lists at most "
+                         f"{MAX_LIST}")
     coords = tm.coordinates()
-    info = {
-        "map": tm.cxx_type if hasattr(tm, "cxx_type") else repr(tm),
-        "threads": int(tm.threads),
-        "iterations": [int(v) for v in tm.iterations],
-        "delta": [int(v) for v in tm.delta],
+    info: dict[str, Any] = {
+        "map": tm.cxx_type if hasattr(tm, "cxx_type") else repr(tm), "threads": int(tm.threads),
+        "iterations": [int(v) for v in tm.iterations], "delta": [int(v) for v in tm.delta],
         "elements_per_access": int(tm.elements_per_access),
     }
     if thread is not None:
@@ -153,7 +256,7 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
         click.echo(json.dumps(info))
         return
     con = Console(highlight=False)
-    con.print(info["map"], soft_wrap=True)
+    con.print(info["map"], soft_wrap=True, markup=False)
     con.print(f"threads {info['threads']}  iterations (c,s) {tuple(info['iterations'])}  "
               f"delta (c,s) {tuple(info['delta'])}  elements/access {info['elements_per_access']}")
     if thread is None:
@@ -166,176 +269,200 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
             acc = per[s_it, c_it].reshape(-1, 2)
             rows = sorted({int(r) for r in acc[:, 1]})
             cols = acc[:, 0]
-            table.add_row(str(s_it), str(c_it), ",".join(map(str, rows)),
-                          f"{int(cols.min())}..{int(cols.max())}")
+            table.add_row(str(s_it), str(c_it), ",".join(map(str, rows)), f"{int(cols.min())}..{int(cols.max())}")
     con.print(table)
 
 
+# ----------------------------------------------------------------------------- verify
 
 FORMATS = ("table", "json", "junit", "sarif")
-
-
-def _spec_files(paths: tuple[str, ...]) -> list[Any]:
-    from pathlib import Path
-
-    from threadmap.spec.load import iter_spec_files
-
-    files: list[Any] = []
-    for p in paths:
-        if not Path(p).exists():
-            raise ThreadmapError(f"{p}: no such file or directory")
-        files.extend(iter_spec_files(p) if Path(p).is_dir() else [Path(p)])
-    if not files:
-        raise ThreadmapError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
-    return files
 
 
 @main.command("verify")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="write the report here instead of stdout")
-@click.option("--exhaustive", is_flag=True, help="simulate every block instead of the tiling proof")
-@click.option("--max-blocks", type=click.IntRange(1), default=64, show_default=True,
-              help="grids with more blocks are sampled (edges + interior) and proved by tiling")
+@click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
+@click.option("--sizes", default=None, help="set named sizes, e.g. --sizes M=1000,N=62")
+@click.option("--checks", default=None,
+              help="run only these checks (comma-separated): coverage, grid_coverage, predicates, "
+                   "coalescing, bank_conflicts, vectorize, dataflow")
+@click.option("--exhaustive", is_flag=True, help="simulate every block instead of the tiling argument")
 @click.option("-v", "--verbose", is_flag=True, help="show passing checks too")
 @click.option("--check-expected", is_flag=True,
               help="exit 0 when every verdict matches the spec's expect block (for spec libraries "
-                   "that include kernels expected to fail)")
-def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, exhaustive: bool,
-               max_blocks: int, verbose: bool, check_expected: bool) -> None:
+                   "that include kernels expected to fail); JUnit and SARIF then treat expected "
+                   "failures as passing")
+def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str | None, checks: str | None,
+               exhaustive: bool, verbose: bool, check_expected: bool) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
     conflicts, vectorization and dataflow.
 
-    Exit status: 0 every spec passes, 1 findings, 2 invalid spec or usage.
+    \b
+    Examples:
+      threadmap verify specs/cute_transpose/row_smem.yaml
+      threadmap verify specs/planted/off_by_one_grid.yaml --sizes M=1000,N=1000 --checks predicates
+      threadmap verify specs/ --check-expected --format sarif -o threadmap.sarif
+
+    Exit status: 0 every spec passes (with --check-expected: every verdict as expected),
+    1 findings, 2 invalid spec or usage, 3 internal error.
     """
     from rich.console import Console
     from rich.progress import Progress
 
-    from threadmap.report.formats import render_table, to_json, to_junit, to_sarif
-    from threadmap.spec.load import load_spec
-    from threadmap.verify.pipeline import verify_spec
+    import threadmap.api as api
+    from threadmap.report.formats import render_table, summary_line, to_json, to_junit, to_sarif
 
-    files = _spec_files(paths)
-    loaded = [load_spec(f) for f in files]  # all specs validated before any simulation
+    files = api.spec_files(paths)
+    if not files:
+        raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
+    write = _output(output, files)
+    size_env = _parse_sizes(sizes)
+    check_set = api.check_names(checks.split(",")) if checks is not None else None
     err = Console(stderr=True)
-    reports: list[dict[str, Any]] = []
     with Progress(console=err, transient=True, disable=not err.is_terminal) as prog:
-        task = prog.add_task("verifying", total=len(loaded))
-        for ls in loaded:
-            prog.update(task, description=f"verifying {ls.path}")
-            reports.extend(verify_spec(ls, exhaustive=exhaustive, max_blocks=max_blocks))
+        task = prog.add_task("verifying", total=len(files))
+        report = api.verify([], checks=check_set)
+        for f in files:
+            prog.update(task, description=f"verifying {f}")
+            sub = prog.add_task("  blocks", total=None, visible=False)
+
+            def tick(name: str, done: int, total: int, sub: Any = sub) -> None:
+                prog.update(sub, completed=done, total=total, visible=total > 1)
+            part = api.verify([f], sizes=size_env, checks=check_set, exhaustive=exhaustive, progress=tick)
+            report.runs += part.runs
+            report.errors += part.errors
+            prog.remove_task(sub)
             prog.advance(task)
     if fmt == "table":
-        con = Console(highlight=False, file=open(output, "w") if output else None)  # noqa: SIM115
-        render_table(reports, con, verbose=verbose)
-        n_fail = sum(r["verdict"] == "fail" for r in reports)
-        n_unexp = sum(not r["as_expected"] for r in reports)
-        con.print(f"{len(reports)} spec runs: {len(reports) - n_fail} pass, {n_fail} fail; "
-                  f"{len(reports) - n_unexp} as expected, {n_unexp} not")
-    else:
-        text = {"json": to_json, "junit": to_junit, "sarif": to_sarif}[fmt](reports)
+        import io
+
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
+        render_table(report, con, verbose=verbose)
+        con.print(summary_line(report))
         if output:
-            with open(output, "w") as f:
-                f.write(text)
+            write(buf.getvalue())
+    else:
+        text = {"json": to_json, "junit": lambda r: to_junit(r, check_expected),
+                "sarif": lambda r: to_sarif(r, check_expected)}[fmt](report)
+        write(text)
+    for e in report.errors:
+        click.echo(f"threadmap: error: {_one_line(e.message)}", err=True)
+    sys.exit(report.exit_status(check_expected))
+
+
+# ----------------------------------------------------------------------------- simulate / show
+
+
+def _parse_blocks(text: str, n: int) -> np.ndarray:
+    if text == "all":
+        return np.arange(n, dtype=np.int64)
+    try:
+        if ":" in text:
+            a, b = (int(x) for x in text.split(":", 1))
+            ids = np.arange(max(0, a), min(b, n), dtype=np.int64)
         else:
-            click.echo(text)
-    if check_expected:
-        if not all(r["as_expected"] for r in reports):
-            raise SystemExit(1)
-    elif any(r["verdict"] == "fail" for r in reports):
-        raise SystemExit(1)
+            ids = np.array([int(x) for x in text.split(",")], dtype=np.int64)
+    except (ValueError, OverflowError):
+        raise UsageError(f"--blocks expects 'all', a block id, ids separated by commas, or a range a:b; "
+                         f"got {text!r}") from None
+    if ids.size == 0 or int(ids.max()) >= n or int(ids.min()) < 0:
+        raise UsageError(f"--blocks {text!r} is outside the grid's {n} blocks")
+    return ids
 
 
 @main.command("simulate")
 @click.argument("spec_path")
 @click.option("--format", "fmt", type=click.Choice(("csv", "json", "npz")), default="csv", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="output file (required for npz)")
+@click.option("-o", "--output", default=None, help="output file (required for npz)")
 @click.option("--blocks", default="0", show_default=True,
-              help="block ids to simulate: 'all', one id, or a range 'a:b'")
-def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str) -> None:
+              help="block ids to simulate: 'all', ids separated by commas, or a range 'a:b'")
+@click.option("--sizes", default=None, help="set named sizes, e.g. --sizes M=1000,N=62")
+def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str, sizes: str | None) -> None:
     """Print the access table of every stage: (block, thread, step, value) -> coordinate,
-    predicate, byte address."""
-    from threadmap.simulate.engine import Simulation
-    from threadmap.spec.load import load_spec
+    predicate, element offset, byte address.
 
-    ls = load_spec(spec_path)
-    sim = Simulation(ls.spec, ls.envs[0])
-    if blocks == "all":
-        ids = np.arange(sim.num_blocks)
-    elif ":" in blocks:
-        a, b = (int(x) for x in blocks.split(":", 1))
-        ids = np.arange(max(0, a), min(b, sim.num_blocks))
-    else:
-        ids = np.array([int(blocks)])
-    if ids.size == 0 or ids.max() >= sim.num_blocks or ids.min() < 0:
-        raise ThreadmapError(f"--blocks {blocks!r} is outside the grid's {sim.num_blocks} blocks")
-    cols = ["stage", "side", "tensor", "block", "thread", "step", "lane", "value", "coord", "pred",
-            "offset", "addr"]
-    tables = [t for p in sim.stage_plans for t in sim.tables(p, ids).values()]
+    \b
+    Examples:
+      threadmap simulate specs/cute_transpose/row_smem.yaml --blocks 0 --format csv
+      threadmap simulate specs/cute_transpose/row_smem.yaml --blocks 0:2 --format json
+    """
+    import threadmap.api as api
+    from threadmap.simulate.engine import Simulator
+
+    model = api.models(spec_path, _parse_sizes(sizes))[0]
+    ids = _parse_blocks(blocks, model.num_blocks)
+    sim = Simulator(model)
+    rows = ids.size * sim.rows_per_block()
+    if rows > MAX_SIMULATE_ROWS:
+        raise UsageError(f"{ids.size} blocks make {rows} access rows; simulate dumps at most {MAX_SIMULATE_ROWS} "
+                         "(choose fewer --blocks)")
+    if fmt == "npz" and not output:
+        raise UsageError("--format npz needs -o FILE")
+    write = _output(output, [Path(spec_path)])
+    tables = [t for rec in sim.tables(ids) if not isinstance(rec, str) for t in rec]
+    cols = ["block", "thread", "step", "element", "value", "pred", "offset", "addr"]
     if fmt == "npz":
-        if not output:
-            raise ThreadmapError("--format npz needs -o FILE")
+        import io
         arrays = {}
         for t in tables:
             key = f"stage{t.stage}_{t.side}"
-            for c in cols[3:]:
+            for c in cols:
                 arrays[f"{key}_{c}"] = getattr(t, c)
-        np.savez_compressed(output, **arrays)
+            arrays[f"{key}_coord"] = t.coord
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        assert output is not None
+        try:
+            Path(output).write_bytes(buf.getvalue())
+        except OSError as e:
+            raise UsageError(f"-o {output}: cannot write: {e.strerror or e}") from None
         return
-    out = open(output, "w") if output else sys.stdout  # noqa: SIM115
     if fmt == "json":
         doc = [{"stage": t.stage, "side": t.side, "tensor": t.tensor, "memory": t.memory, "vec": t.vec,
-                "rows": {c: getattr(t, c).tolist() for c in cols[3:]}} for t in tables]
-        out.write(json.dumps({"spec": ls.spec.name, "sizes": ls.envs[0], "tables": doc}) + "\n")
-    else:
-        out.write(",".join(cols) + "\n")
-        for t in tables:
-            for i in range(len(t)):
-                crd = "(" + ";".join(str(int(x)) for x in t.coord[i]) + ")"
-                out.write(f"{t.stage},{t.side},{t.tensor},{t.block[i]},{t.thread[i]},{t.step[i]},"
-                          f"{t.lane[i]},{t.value[i]},{crd},{int(t.pred[i])},{t.offset[i]},{t.addr[i]}\n")
-    if output:
-        out.close()
+                "rows": {**{c: getattr(t, c).tolist() for c in cols}, "coord": t.coord.tolist()}} for t in tables]
+        write(json.dumps({"spec": model.name, "sizes": model.env, "tables": doc}) + "\n")
+        return
+    lines = ["stage,side,tensor," + ",".join(cols[:5]) + ",coord,pred,offset,addr"]
+    for t in tables:
+        b, th, st, el, va = t.block, t.thread, t.step, t.element, t.value
+        crd = t.coord
+        valid = t.valid if t.valid is not None else np.ones(len(t), dtype=bool)
+        for i in np.flatnonzero(valid):
+            c = "(" + ";".join(str(int(x)) for x in crd[i]) + ")"
+            lines.append(f"{t.stage},{t.side},{t.tensor},{b[i]},{th[i]},{st[i]},{el[i]},{va[i]},{c},"
+                         f"{int(t.pred[i])},{t.offset[i]},{t.addr[i]}")
+    write("\n".join(lines) + "\n")
 
 
 @main.command("show")
 @click.argument("spec_path")
-@click.option("--stage", type=int, default=None, help="only this stage index")
-@click.option("--block", type=int, default=0, show_default=True)
-@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--stage", type=click.IntRange(0), default=None, help="only this stage index")
+@click.option("--block", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--svg", "svg_path", default=None,
               help="also write an SVG picture (tiles coloured by thread, bank/sector heat maps)")
-@click.option("--warp", type=int, default=0, show_default=True, help="warp for the bank/sector map")
-@click.option("--step", type=int, default=0, show_default=True, help="instruction for the bank/sector map")
-def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None, warp: int,
-             step: int) -> None:
+@click.option("--warp", type=click.IntRange(0), default=0, show_default=True, help="warp for the bank/sector map")
+@click.option("--step", type=click.IntRange(0), default=0, show_default=True,
+              help="instruction for the bank/sector map")
+@click.option("--sizes", default=None, help="set named sizes, e.g. --sizes M=64,N=64")
+def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None, warp: int, step: int,
+             sizes: str | None) -> None:
     """Draw each stage's tiles like CuTe's print_layout (thread/value per cell), and the bank
-    or sector map of one warp instruction."""
-    from threadmap.render import access_map, page_svg, tile_grid
-    from threadmap.simulate.engine import Simulation
-    from threadmap.spec.load import load_spec
+    or sector map of one warp instruction.
 
-    ls = load_spec(spec_path)
-    sim = Simulation(ls.spec, ls.envs[0])
-    if not 0 <= block < sim.num_blocks:
-        raise ThreadmapError(f"--block {block} is outside the grid's {sim.num_blocks} blocks")
-    tables = []
-    for p in sim.stage_plans:
-        if stage is not None and p["index"] != stage:
-            continue
-        for t in sim.tables(p, np.array([block])).values():
-            if t.memory == "register":
-                continue
-            tables.append(t)
-            click.echo(tile_grid(t, block, title=f"stage {t.stage} {t.side}: {t.tensor} ({t.memory})"))
-            if t.memory in ("shared", "global"):
-                click.echo(access_map(t, block, step=step, warp=warp))
-    if stage is not None and not tables:
-        raise ThreadmapError(f"--stage {stage}: no copy stage with that index")
-    if svg_path:
-        with open(svg_path, "w") as f:
-            f.write(page_svg(tables, block))
+    \b
+    Examples:
+      threadmap show specs/cute_transpose/row_smem.yaml --stage 2
+      threadmap show specs/cute_transpose/row_smem_swizzled.yaml --stage 2 --svg /tmp/row_smem_swizzled.svg
+    """
+    import threadmap.api as api
+
+    write_svg = _output(svg_path, [Path(spec_path)]) if svg_path else None
+    res = api.show(spec_path, sizes=_parse_sizes(sizes), stage=stage, block=block, warp=warp, step=step,
+                   svg=svg_path is not None)
+    click.echo(res.text)
+    if write_svg is not None and res.svg is not None:
+        write_svg(res.svg)
         click.echo(f"wrote {svg_path}")
 
 
@@ -348,39 +475,44 @@ def schema_cmd() -> None:
 
 
 EXAMPLES: list[tuple[str, list[str]]] = [
-    ("complement from the CuTe notes (note 002)", ["layout", "(2,2):(1,6)", "complement", "24"]),
-    ("coalesce (note 002)", ["layout", "(2,(1,6)):(1,(6,2))", "coalesce"]),
+    ("complement from the CuTe notes", ["layout", "(2,2):(1,6)", "complement", "24"]),
+    ("coalesce", ["layout", "(2,(1,6)):(1,(6,2))", "coalesce"]),
     ("logical_divide of a row-major 4x8 by a 2x4 tile", ["layout", "(4,8):(8,1)", "logical_divide", "(2,4)"]),
     ("the sgemm_2 copy partition: raked_product of threads (32,8):(8,1) and values (4,1)",
      ["layout", "(32,8):(8,1)", "raked_product", "(4,1):(1,0)"]),
-    ("a row-major 4x8 (GenRowMajor gives (N,1); note 000 says (1,N)) as print_layout draws it",
+    ("a row-major 4x8 (GenRowMajor gives stride (N,1)) as print_layout draws it",
      ["layout", "(4,8):(8,1)", "show"]),
-    ("PitchLinearStripminedThreadMap<64x64, 128, 4>, thread 50 (note 004)",
+    ("PitchLinearStripminedThreadMap<64x64, 128, 4>, thread 50",
      ["threadmap", "PitchLinearStripminedThreadMap", "64x64", "128", "4", "--thread", "50"]),
 ]
 
 
 @main.command("examples")
 def examples_cmd() -> None:
-    """Run the calculators on examples from the study notes."""
+    """Run the calculators on examples from the CuTe and CUTLASS tutorials."""
     for title, argv in EXAMPLES:
         click.echo(f"\n# {title}\n$ threadmap " + " ".join(f'"{a}"' if any(c in a for c in "(),:") else a
                                                         for a in argv))
         main.main(args=argv, standalone_mode=False)
 
 
-def _fmt(x: Any, static: bool) -> str:
-    to_str = getattr(x, "to_str", None)
-    return to_str(static=static) if to_str else str(x)
-
-
 def entry() -> None:
-    """Console-script entry point: never lets a traceback reach the user for bad input."""
+    """Console-script entry point: never lets a traceback reach the user."""
     try:
-        main(standalone_mode=True)
-    except ThreadmapError as e:  # pragma: no cover - raised outside click's invoke
-        click.echo(f"threadmap: error: {e}", err=True)
+        main(standalone_mode=False)
+    except click.exceptions.NoSuchOption as e:
+        _fail(e.format_message())
+    except click.ClickException as e:
+        click.echo(f"threadmap: error: {e.format_message()}", err=True)
         sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except ThreadmapError as e:
+        _fail(str(e))
+    except BrokenPipeError:
+        os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

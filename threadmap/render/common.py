@@ -4,15 +4,9 @@ analyses (shared-memory banks, global-memory sectors) that the text and SVG draw
 Everything here reads an :class:`~threadmap.simulate.access.AccessTable` only; nothing depends
 on the simulator or on the checks, so the drawings can be made from hand-built tables.
 
-Bank model (DESIGN.md, "Bank conflicts"): 32 banks of 4 bytes, ``bank = (addr // 4) % 32``.
-A warp instruction whose accesses are 1-4 bytes wide is served in one phase of 32 lanes,
-8-byte accesses in two phases of 16 lanes, 16-byte accesses in four phases of 8 lanes.  The
-wavefronts of a phase are the largest number of distinct 4-byte words one bank must serve in
-it (lanes reading the same word share it: broadcast); an instruction's wavefronts are the sum
-over its phases.  Only lanes whose predicate is true take part.
-
-Sector model (DESIGN.md, "Coalescing"): global memory moves 32-byte sectors (``addr // 32``)
-grouped in 128-byte lines; the ideal for an instruction is ``ceil(distinct bytes / 32)``.
+The bank and sector models are :mod:`threadmap.hardware`'s (the checks use the same
+definitions): the drawings only lay out what ``hardware.bank_requests`` and
+``hardware.sector_bytes`` say one instruction asks of the banks and of memory.
 """
 
 from __future__ import annotations
@@ -24,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from threadmap import hardware as hw
 from threadmap.errors import ThreadmapError
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.banks import phases_for as bank_phases
 
 #: CuTe's ``SVGColor_TV`` / ``TikzColor_TV`` table (cute/util/print_svg.hpp): colour of thread
 #: ``t`` is ``CUTE_TV_COLORS[t % 8]``.
@@ -38,11 +32,11 @@ CUTE_TV_COLORS: tuple[tuple[int, int, int], ...] = (
 #: Largest number of cells a tile drawing may have (a guard against drawing a whole tensor).
 MAX_CELLS = 1 << 22
 
-WARP = 32
-NUM_BANKS = 32
-BANK_BYTES = 4
-SECTOR_BYTES = 32
-LINE_BYTES = 128
+WARP = hw.WARP_SIZE
+NUM_BANKS = hw.NUM_BANKS
+BANK_BYTES = hw.BANK_BYTES
+SECTOR_BYTES = hw.SECTOR_BYTES
+LINE_BYTES = hw.LINE_BYTES
 
 
 class RenderError(ThreadmapError):
@@ -232,21 +226,6 @@ def _instruction_rows(table: AccessTable, block: int, step: int, warp: int) -> A
     return table.select(mask)
 
 
-def _expand(addr: np.ndarray, lane: np.ndarray, nbytes: int, unit: int) -> tuple[np.ndarray, np.ndarray]:
-    """(unit index, lane) pairs for every ``unit``-byte unit that the ``nbytes`` bytes at each
-    address overlap; distinct pairs only."""
-    first = addr // unit
-    last = (addr + max(nbytes, 1) - 1) // unit
-    span = int((last - first).max()) + 1 if addr.size else 1
-    k = np.arange(span, dtype=np.int64)
-    units = first[:, None] + k[None, :]
-    ok = units <= last[:, None]
-    lanes = np.broadcast_to(lane[:, None], units.shape)
-    pairs = np.unique(np.stack([units[ok], lanes[ok]], axis=1), axis=0) if addr.size else \
-        np.zeros((0, 2), dtype=np.int64)
-    return pairs[:, 0], pairs[:, 1]
-
-
 @dataclass
 class BankInstruction:
     """One shared-memory warp instruction under the bank model.
@@ -306,18 +285,14 @@ def bank_instruction(table: AccessTable, block: int = 0, step: int = 0, warp: in
         raise RenderError(f"{describe(table)}: bank maps are for shared memory, not {table.memory}")
     rows = _instruction_rows(table, block, step, warp)
     ab = int(table.access_bytes)
-    phases = bank_phases(ab)
-    lpp = WARP // phases
+    phases = hw.phases(ab)
     lane = np.asarray(rows.thread, dtype=np.int64) % WARP
-    words, wl = _expand(np.asarray(rows.addr, dtype=np.int64), lane, int(table.elem_bytes), BANK_BYTES)
-    requests: dict[tuple[int, int], dict[int, list[int]]] = {}
-    for w, ln in zip(words.tolist(), wl.tolist()):
-        key = (ln // lpp, w % NUM_BANKS)
-        requests.setdefault(key, {}).setdefault(w, []).append(ln)
-    req = {k: {w: tuple(sorted(set(ls))) for w, ls in sorted(v.items())} for k, v in requests.items()}
+    served = hw.bank_requests(zip(lane.tolist(), np.asarray(rows.addr, dtype=np.int64).tolist()),
+                              int(table.elem_bytes), ab)
+    req = {k: {w: tuple(sorted(ls)) for w, ls in sorted(v.items())} for k, v in sorted(served.items())}
     wpp = tuple(max((len(v) for (p, _), v in req.items() if p == ph), default=0) for ph in range(phases))
     return BankInstruction(tensor=table.tensor, block=block, warp=warp, step=step, access_bytes=ab,
-                           phases=phases, lanes_per_phase=lpp,
+                           phases=phases, lanes_per_phase=hw.lanes_per_phase(ab),
                            active_lanes=tuple(sorted(set(lane.tolist()))), requests=req,
                            wavefronts_per_phase=wpp)
 
@@ -365,24 +340,12 @@ def sector_instruction(table: AccessTable, block: int = 0, step: int = 0, warp: 
         raise RenderError(f"{describe(table)}: sector maps are for global memory, not {table.memory}")
     rows = _instruction_rows(table, block, step, warp)
     lane = np.asarray(rows.thread, dtype=np.int64) % WARP
-    addr = np.asarray(rows.addr, dtype=np.int64)
-    eb = max(int(table.elem_bytes), 1)
-    byte = (addr[:, None] + np.arange(eb, dtype=np.int64)[None, :]).ravel()
-    blane = np.repeat(lane, eb)
-    pairs = np.unique(np.stack([byte, blane], axis=1), axis=0) if byte.size else np.zeros((0, 2), np.int64)
-    sec = pairs[:, 0] // SECTOR_BYTES
-    lanes: dict[int, set[int]] = {}
-    bytes_in: dict[int, set[int]] = {}
-    first: dict[tuple[int, int], int] = {}
-    for b, ln, s in zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), sec.tolist()):
-        lanes.setdefault(s, set()).add(ln)
-        bytes_in.setdefault(s, set()).add(b)
-        off = b - s * SECTOR_BYTES
-        if first.get((ln, s), SECTOR_BYTES) > off:
-            first[(ln, s)] = off
-    sectors = tuple(sorted(lanes))
+    req = hw.sector_bytes(zip(lane.tolist(), np.asarray(rows.addr, dtype=np.int64).tolist()),
+                          max(int(table.elem_bytes), 1))
+    sectors = tuple(sorted(req))
     return SectorInstruction(tensor=table.tensor, block=block, warp=warp, step=step,
                              access_bytes=int(table.access_bytes),
                              active_lanes=tuple(sorted(set(lane.tolist()))), sectors=sectors,
-                             lanes={s: tuple(sorted(lanes[s])) for s in sectors},
-                             used={s: len(bytes_in[s]) for s in sectors}, first_byte=first)
+                             lanes={s: tuple(sorted(req[s])) for s in sectors},
+                             used={s: len(set().union(*req[s].values())) for s in sectors},
+                             first_byte={(ln, s): min(offs) for s in sectors for ln, offs in req[s].items()})

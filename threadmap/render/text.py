@@ -234,7 +234,7 @@ def bank_map(table: AccessTable, block: int = 0, step: int = 0, warp: int = 0, *
 
     One column per bank; per phase, row ``k`` shows the ``k``-th distinct word each bank
     serves (lanes above, word index = byte address / 4 below), so a phase takes as many
-    wavefronts as it has rows.  The header gives the wavefront count under DESIGN.md's phase
+    wavefronts as it has rows.  The header gives the wavefront count under the hardware model's phase
     model (1 phase for <=4-byte accesses, 2 of 16 lanes for 8-byte, 4 of 8 lanes for 16-byte;
     broadcast of one word is free) and the ideal; the conflicting banks are listed with their
     words and lanes.  Only lanes whose predicate is true take part.

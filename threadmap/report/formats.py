@@ -1,193 +1,265 @@
-"""Report formats: terminal table (rich), JSON, JUnit XML and SARIF 2.1.0.
+"""Report formats of a :class:`~threadmap.report.model.VerifyReport`: terminal table (rich),
+JSON, JUnit XML and SARIF 2.1.0.
 
-A *spec report* is a plain dict (JSON-serialisable):
-
-    {"spec": name, "path": file, "sizes": {...}, "verdict": "pass"|"fail",
-     "expected": "pass"|"fail", "as_expected": bool, "seconds": float,
-     "results": [CheckResult.to_dict(), ...]}
-
-Each result dict has ``check``, ``stage``, ``side``, ``status`` (PASS/FAIL/SKIP),
-``summary`` (numbers), ``findings`` (each with ``message`` and ``witness``) and
-``total_findings``.
+Every text that comes from a spec (names, paths, messages) is made safe for where it goes:
+rich markup is escaped and control characters are shown escaped on the terminal, XML gets
+only the characters XML 1.0 allows, and SARIF messages are sentences.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from threadmap import __version__
+from rich.markup import escape
+
+from threadmap.report.model import CheckResult, SpecRun, VerifyReport
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
 
+RULES = {
+    "coverage": "Every thread touches the right elements of its tile exactly once.",
+    "grid_coverage": "Over the whole grid every element is accessed exactly once.",
+    "predicates": "Predicates are right for sizes the tile does not divide.",
+    "coalescing": "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned.",
+    "bank_conflicts": "Shared-memory accesses need no more wavefronts than ideal.",
+    "vectorize": "Vector accesses are contiguous and aligned.",
+    "dataflow": "The stages implement the declared transform without races or stale reads.",
+    "spec": "The spec file is valid.",
+    "verdict": "The verdict is the one the spec expects.",
+}
 
-def _witness_str(w: dict[str, Any] | None) -> str:
-    if not w:
-        return ""
-    return " ".join(f"{k}={v}" for k, v in w.items())
-
-
-def _summary_str(s: dict[str, Any] | None) -> str:
-    if not s:
-        return ""
-    parts = []
-    for k, v in s.items():
-        if isinstance(v, float):
-            v = f"{v:.3g}"
-        parts.append(f"{k}={v}")
-    return " ".join(parts)
+_XML_BAD = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def headline(r: dict[str, Any]) -> str:
+def printable(text: str) -> str:
+    """``text`` with control and unprintable characters shown as escapes (one line, safe on a
+    terminal: no raw escape sequences)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
+def xml_text(text: str) -> str:
+    """``text`` with the characters XML 1.0 forbids (control characters, lone surrogates)
+    replaced by their escapes."""
+    return _XML_BAD.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def headline(r: CheckResult) -> str:
     """The few numbers that matter for each check, for the terminal table."""
-    s = r.get("summary") or {}
-    c = r["check"]
-    try:
-        if c == "coverage":
-            return (f"{s['accesses']} accesses / {s['elements']} elements, missing {s['missing']}, "
-                    f"duplicates {s['duplicates']}, outside tile {s['out_of_tile']}")
-        if c == "grid_coverage":
-            proved = f" ({s['proved_by_tiling']} by tiling)" if s.get("proved_by_tiling") else ""
-            return (f"covered {s['covered']}/{s['elements']}{proved}, duplicates {s['duplicates']}, "
-                    f"out of bounds {s['out_of_bounds']}")
-        if c == "predicates":
-            pre = f"; needs {' and '.join(s['precondition'])}" if s.get("precondition") else ""
-            return (f"out of bounds {s['out_of_bounds']}, lost {s['lost']}, "
-                    f"straddling vectors {s['straddling']}{pre}")
-        if c == "coalescing":
-            return (f"{s['sectors_per_request']:.3g} sectors/request (ideal "
-                    f"{s['ideal_sectors_per_request']:.3g}), {s['access_bits']}-bit, "
-                    f"misaligned {s['misaligned']}")
-        if c == "bank_conflicts":
-            return (f"{s['wavefronts']} wavefronts / ideal {s['ideal_wavefronts']} "
-                    f"(worst instruction {s['max_wavefronts']})")
-        if c == "vectorize":
-            return f"declared {s['declared_bits']}-bit, widest legal {s['max_legal_bits']}-bit"
-        if c == "dataflow":
-            return (f"{s.get('transform') or 'no transform'}: moved {s['moved']}, wrong "
-                    f"{s['wrong_values']}, races {s['races']}, stale {s['stale_reads']}, "
-                    f"uninitialised {s['uninitialised_reads']}")
-    except (KeyError, TypeError, ValueError):
-        pass
-    return _summary_str({k: v for k, v in s.items() if not isinstance(v, dict | list)})
+    s = r.summary
+    if s.check == "coverage":
+        return (f"{s.accesses} accesses / {s.elements} elements, missing {s.missing}, duplicates "
+                f"{s.duplicates}, outside tile {s.out_of_tile}, out of bounds {s.out_of_bounds}")
+    if s.check == "grid_coverage":
+        alias = f", aliased {s.aliased}" if s.aliased else ""
+        return (f"covered {s.covered}/{s.elements}, duplicates {s.duplicates}, out of bounds "
+                f"{s.out_of_bounds}{alias}")
+    if s.check == "predicates":
+        pre = f"; needs {' and '.join(s.precondition)}" if s.precondition else ""
+        return f"out of bounds {s.out_of_bounds}, lost {s.lost}, straddling vectors {s.straddling}{pre}"
+    if s.check == "coalescing":
+        return (f"{s.sectors_per_request:.3g} sectors/request (ideal {s.ideal_sectors_per_request:.3g}), "
+                f"{s.requests} requests, {s.sectors} sectors, {s.access_bits}-bit, misaligned {s.misaligned}")
+    if s.check == "bank_conflicts":
+        return (f"{s.wavefronts} wavefronts / ideal {s.ideal_wavefronts} over {s.instructions} instructions "
+                f"(worst {s.max_wavefronts}), {s.access_bits}-bit")
+    if s.check == "vectorize":
+        return f"declared {s.declared_bits}-bit, widest legal {s.max_legal_bits}-bit"
+    if s.check == "dataflow":
+        return (f"{s.transform or 'no transform'}: moved {s.moved}, wrong {s.wrong_values}, races "
+                f"{s.races}, stale {s.stale_reads}, uninitialised {s.uninitialised_reads}")
+    return s.reason if s.check == "skip" else ""
 
 
-def _where(r: dict[str, Any]) -> str:
-    st = r.get("stage")
-    side = r.get("side")
-    if st is None:
+def where(r: CheckResult) -> str:
+    if r.stage is None:
         return "-"
-    return f"{st}" + (f".{side}" if side else "")
+    return f"{r.stage}" + (f".{r.side}" if r.side else "")
 
 
-def render_table(reports: list[dict[str, Any]], console: Any = None, verbose: bool = False) -> None:
-    """One table per spec: a row per check and stage, the first witness of each finding."""
-    from rich.console import Console
+def how(run: SpecRun) -> str:
+    """How the run's totals were obtained, for the table caption."""
+    if run.totals == "enumerated":
+        return f"every block simulated ({run.blocks})"
+    if run.totals == "tiling":
+        return f"{run.blocks_simulated} of {run.blocks} blocks simulated, whole-grid totals by tiling"
+    return f"{run.blocks_simulated} of {run.blocks} blocks simulated, counts partial"
+
+
+def _expected_fail(run: SpecRun, check: str) -> bool:
+    from threadmap.verify.check import canonical
+
+    return canonical(check) in {canonical(c) for c in run.expected_failing}
+
+
+def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> None:
+    """One table per spec run: a row per check and stage, the first witness of each finding."""
     from rich.table import Table
 
-    con = console or Console(highlight=False)
-    for rep in reports:
-        verdict = rep["verdict"].upper()
-        exp = rep.get("expected")
-        tail = "" if exp is None else (" (as expected)" if rep.get("as_expected") else
-                                       f" (expected {exp.upper()})")
-        title = f"{rep['spec']}  [{STATUS_STYLE[verdict]}]{verdict}[/]{tail}"
-        sizes = ", ".join(f"{k}={v}" for k, v in rep.get("sizes", {}).items())
-        how = "" if rep.get("exhaustive", True) else (
-            f", {rep['blocks_simulated']} of {rep['blocks']} blocks simulated, interior proved by tiling")
-        t = Table(title=title, caption=f"{rep.get('path', '')}  sizes: {sizes}{how}", title_justify="left",
-                  caption_justify="left", expand=False)
-        t.add_column("check")
-        t.add_column("stage")
-        t.add_column("status")
-        t.add_column("summary", overflow="fold")
+    for run in report.runs:
+        verdict = run.verdict.upper()
+        tail = " (as expected)" if run.as_expected else f" (expected {run.expected.upper()})"
+        title = f"{escape(printable(run.spec))}  [{STATUS_STYLE[verdict]}]{verdict}[/]{tail}"
+        sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
+        t = Table(title=title, caption=escape(f"{printable(run.path)}  sizes: {sizes}; {how(run)}"),
+                  title_justify="left", caption_justify="left", expand=False)
+        for col in ("check", "stage", "status", "summary"):
+            t.add_column(col, overflow="fold")
         t.add_column("witness", overflow="fold")
-        for r in rep["results"]:
-            if r["status"] == "PASS" and not verbose and r["check"] in ("vectorize", "predicates"):
+        for r in run.results:
+            if r.status == "PASS" and not verbose and r.check in ("vectorize", "predicates"):
                 continue
-            finds = r.get("findings") or []
-            first = finds[0] if finds else {}
-            wit = first.get("message", "")
-            more = r.get("total_findings", len(finds)) - (1 if finds else 0)
+            first = r.findings[0].message if r.findings else ""
+            more = r.total_findings - (1 if r.findings else 0)
             if more > 0:
-                wit += f" (+{more} more)"
-            t.add_row(r["check"], _where(r), f"[{STATUS_STYLE[r['status']]}]{r['status']}[/]",
-                      headline(r), wit)
-        con.print(t)
+                first += f" (+{more} more)"
+            t.add_row(r.check, where(r), f"[{STATUS_STYLE[r.status]}]{r.status}[/]", escape(headline(r)),
+                      escape(printable(first)))
+        console.print(t)
+        for n in run.notes:
+            console.print(f"  note: {escape(printable(n))}")
+    for e in report.errors:
+        console.print(f"[bold red]{'internal error' if e.status == 'internal' else 'invalid'}[/]: "
+                      f"{escape(printable(e.message))}")
 
 
-def to_json(reports: list[dict[str, Any]]) -> str:
-    passed = sum(1 for r in reports if r["verdict"] == "pass")
-    return json.dumps({"threadmap": __version__, "specs": len(reports), "passed": passed,
-                       "failed": len(reports) - passed, "reports": reports}, indent=1, default=str)
+def summary_line(report: VerifyReport) -> str:
+    n = len(report.runs)
+    unexp = sum(not r.as_expected for r in report.runs)
+    line = (f"{n} spec runs: {report.passed} pass, {report.failed} fail; {n - unexp} as expected, "
+            f"{unexp} not")
+    if report.errors:
+        line += f"; {len(report.errors)} spec{'s' if len(report.errors) > 1 else ''} could not be verified"
+    return line
 
 
-def to_junit(reports: list[dict[str, Any]]) -> str:
-    """JUnit XML: a testsuite per spec, a testcase per check result."""
+def to_json(report: VerifyReport) -> str:
+    return report.model_dump_json(indent=1)
+
+
+def witness_text(w: dict[str, Any] | None) -> str:
+    """A witness as words: ``block 0, thread 1, value 2, coordinate (1, 0), address 260``."""
+    if not w:
+        return ""
+    keys = ("block", "thread", "step", "value", "element", "warp_lane", "coordinate", "address")
+    parts = [f"{k.replace('_', ' ')} {_fmt(w[k])}" for k in keys if k in w and w[k] is not None]
+    for pair in ("first", "second"):
+        sub = w.get(pair)
+        if isinstance(sub, dict):
+            parts.append(f"{pair} access ({witness_text(sub)})")
+    return ", ".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "(" + ", ".join(_fmt(x) for x in v) + ")"
+    return _num(v)
+
+
+def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
+    """JUnit XML: a testsuite per spec run, a testcase per check result (plus, with
+    ``check_expected``, a ``verdict`` testcase; expected failures then pass)."""
     suites = ET.Element("testsuites", name="threadmap")
-    for rep in reports:
-        res = rep["results"]
-        fails = sum(1 for r in res if r["status"] == "FAIL")
-        skips = sum(1 for r in res if r["status"] == "SKIP")
-        suite = ET.SubElement(suites, "testsuite", name=rep["spec"], tests=str(len(res)),
-                              failures=str(fails), skipped=str(skips), time=f"{rep.get('seconds', 0):.3f}",
-                              file=str(rep.get("path", "")))
-        for r in res:
-            case = ET.SubElement(suite, "testcase", classname=rep["spec"],
-                                 name=f"{r['check']}[{_where(r)}]")
-            if r["status"] == "FAIL":
-                finds = r.get("findings") or []
-                msg = finds[0]["message"] if finds else "failed"
-                body = "\n".join(f"{f['message']}  {_witness_str(f.get('witness'))}" for f in finds)
-                fe = ET.SubElement(case, "failure", message=msg, type=r["check"])
-                fe.text = body + "\n" + _summary_str(r.get("summary"))
-            elif r["status"] == "SKIP":
-                ET.SubElement(case, "skipped", message=_summary_str(r.get("summary")))
+    for run in report.runs:
+        cases: list[tuple[str, str | None, str]] = []  # (name, failure message or None, body)
+        for r in run.results:
+            name = f"{r.check}[{where(r)}]"
+            if r.status == "FAIL" and not (check_expected and _expected_fail(run, r.check)):
+                msg = r.findings[0].message if r.findings else "failed"
+                body = "\n".join(f"{f.message} ({witness_text(f.witness)})" for f in r.findings)
+                cases.append((name, msg, body + "\n" + headline(r)))
+            elif r.status == "SKIP":
+                cases.append((name, None, "skipped: " + headline(r)))
+            else:
+                note = "failed as the spec expects: " + headline(r) if r.status == "FAIL" else headline(r)
+                cases.append((name, None, note))
+        if check_expected:
+            cases.append(("verdict", None if run.as_expected else
+                          f"verdict {run.verdict}, the spec expects {run.expected}", ""))
+        fails = sum(1 for _, m, _ in cases if m is not None)
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(run.spec), tests=str(len(cases)),
+                              failures=str(fails), skipped="0", time=f"{run.seconds:.3f}", file=xml_text(run.path))
+        for name, msg, body in cases:
+            case = ET.SubElement(suite, "testcase", classname=xml_text(run.spec), name=xml_text(name))
+            if msg is not None:
+                fe = ET.SubElement(case, "failure", message=xml_text(msg), type=name.split("[")[0])
+                fe.text = xml_text(body)
+            elif body:
+                so = ET.SubElement(case, "system-out")
+                so.text = xml_text(body)
+    for e in report.errors:
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(e.path), tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname=xml_text(e.path), name="spec")
+        err = ET.SubElement(case, "error", message=xml_text(e.message.splitlines()[0]), type=e.status)
+        err.text = xml_text(e.message)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
 
-RULES = {
-    "coverage": "Every thread touches the right elements exactly once.",
-    "predicates": "Predicates are right for sizes the tile does not divide.",
-    "coalescing": "Global accesses touch no more 32-byte sectors than needed.",
-    "bank_conflicts": "Shared-memory accesses need no more wavefronts than ideal.",
-    "vectorization": "Vector accesses are contiguous and aligned.",
-    "dataflow": "The stages implement the declared transform without races.",
-}
+_LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): ")
 
 
-def to_sarif(reports: list[dict[str, Any]]) -> str:
-    """SARIF 2.1.0: one result per failing check, located at the spec file (stage line when known)."""
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
+    """SARIF 2.1.0: one result per failing check (located at its stage's line), per invalid
+    spec, and, with ``check_expected``, per run whose verdict differs from the expected one
+    (expected failures are then ``note``s)."""
     results = []
-    rule_ids = sorted({r["check"] for rep in reports for r in rep["results"]} | set(RULES))
-    for rep in reports:
-        for r in rep["results"]:
-            if r["status"] != "FAIL":
+    for run in report.runs:
+        for r in run.results:
+            if r.status != "FAIL":
                 continue
-            finds = r.get("findings") or [{"message": "failed"}]
-            f0 = finds[0]
-            line = r.get("line") or rep.get("stage_lines", {}).get(str(r.get("stage")), 1)
-            region = {"startLine": int(line)}
-            results.append({
-                "ruleId": r["check"],
-                "level": "error",
-                "message": {"text": f"{rep['spec']}: stage {_where(r)}: {f0['message']} "
-                                    f"{_witness_str(f0.get('witness'))}".strip()},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": str(rep.get("path", rep["spec"]))},
-                    "region": region}}],
-                "properties": {"summary": r.get("summary", {}), "witness": f0.get("witness", {})},
-            })
+            expected = check_expected and _expected_fail(run, r.check)
+            f0 = r.findings[0] if r.findings else None
+            text = f"{run.spec}: stage {where(r)}: " + (f0.message if f0 else f"{r.check} failed")
+            wit = witness_text(f0.witness) if f0 else ""
+            if wit:
+                text = _sentence(text) + f" Witness: {wit}"
+            if r.total_findings > 1:
+                text = _sentence(text) + f" {r.total_findings - 1} more findings of this check."
+            results.append(_sarif_result(r.check, "note" if expected else "error", _sentence(text), run.path,
+                                         r.line or 1, {"summary": r.summary.model_dump(mode="json"),
+                                                       "expected_failure": expected}))
+        if check_expected and not run.as_expected:
+            results.append(_sarif_result("verdict", "error",
+                                         _sentence(f"{run.spec}: the verdict is {run.verdict}, the spec expects "
+                                                   f"{run.expected}" + (f" with failing checks "
+                                                                        f"{', '.join(run.expected_failing)}"
+                                                                        if run.expected_failing else "")),
+                                         run.path, 1, {}))
+    for e in report.errors:
+        m = _LOC.match(e.message)
+        line = int(m.group("line")) if m else 1
+        results.append(_sarif_result("spec", "error", _sentence(e.message.splitlines()[0]), e.path, line, {}))
+    rule_ids = sorted({r["ruleId"] for r in results} | set(RULES))
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
-                "name": "threadmap", "version": __version__,
+                "name": "threadmap", "version": report.threadmap, "informationUri": "https://pypi.org/project/threadmap/",
                 "rules": [{"id": rid, "shortDescription": {"text": RULES.get(rid, rid)}} for rid in rule_ids],
             }},
             "results": results,
         }],
     }
-    return json.dumps(doc, indent=1, default=str)
+    return json.dumps(doc, indent=1)
+
+
+def _sarif_result(rule: str, level: str, text: str, path: str, line: int, props: dict[str, Any]) -> dict[str, Any]:
+    return {"ruleId": rule, "level": level, "message": {"text": text},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path},
+                                                "region": {"startLine": max(1, int(line))}}}],
+            "properties": props}

@@ -21,8 +21,11 @@ Semantics, over integers:
   modulo, so ``a == (a // b) * b + a % b`` always holds.  For the non-negative values
   that sizes and coordinates take this is exactly C++/CuTe integer division; only
   negative operands differ from C's truncation (``-7 / 2`` is ``-4`` here).
-* ``ceil_div(a, b)`` is ``-(-a // b)`` (``(a + b - 1) / b`` for positive ``b``).
+* ``ceil_div(a, b)`` is ``(a + b - 1) / b`` and needs a positive ``b``.
 * Division or modulo by zero is an error, as is an undefined name.
+* One set of formulas (:data:`OPS`) serves every backend: checked Python ints
+  (:meth:`Expr.eval`), numpy arrays, z3 bit-vectors (``Sym``) and :class:`Affine` forms
+  (:meth:`Expr.apply`), so enumeration and proofs evaluate the same expressions.
 * Every literal and every intermediate result must fit in a signed 64-bit integer:
   huge values are reported as errors, never computed (no unbounded big-int work).
 * Bounds on the input: at most :data:`MAX_TEXT` characters, :data:`MAX_TOKENS` tokens and
@@ -37,12 +40,13 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from threadmap.errors import SpecError
+from threadmap.layout.backend import maximum, minimum
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -62,23 +66,28 @@ _SPACE = " \t\r\n"
 Ops = Mapping[str, Callable[..., Any]]
 
 
-def _floordiv(a: Any, b: Any) -> Any:
-    return a // b
+def _ceil_div(a: Any, b: Any) -> Any:
+    return (a + b - 1) // b
 
 
-#: Python-int (or numpy-array) backend for :meth:`Expr.apply`; no range checks.
-PY_OPS: dict[str, Callable[..., Any]] = {
+#: The one set of operator formulas, for every backend: Python ints, numpy integer arrays,
+#: :class:`~threadmap.layout.Sym` bit-vectors and :class:`Affine` forms all support these
+#: operators (``min``/``max`` go through the backend-neutral ``select``).  ``ceil_div`` is
+#: ``(a + b - 1) / b``, defined for positive ``b`` (checked evaluation rejects others).
+OPS: dict[str, Callable[..., Any]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
-    "/": _floordiv,
-    "//": _floordiv,
+    "/": lambda a, b: a // b,
+    "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
-    "neg": lambda a: -a,
-    "ceil_div": lambda a, b: -((-a) // b),
-    "min": lambda a, b: min(a, b),
-    "max": lambda a, b: max(a, b),
+    "neg": lambda a: 0 - a,
+    "ceil_div": _ceil_div,
+    "min": lambda a, b: Interval.hull_min(a, b) if _has_interval(a, b) else minimum(a, b),
+    "max": lambda a, b: Interval.hull_max(a, b) if _has_interval(a, b) else maximum(a, b),
 }
+#: kept for callers of the earlier name
+PY_OPS = OPS
 
 
 def _check_range(v: int, what: str, node: Expr) -> int:
@@ -101,17 +110,20 @@ class Expr(ABC):
         ...
 
     @abstractmethod
-    def eval(self, env: Mapping[str, int]) -> int:
-        """Evaluate over Python ints; raises :class:`SpecError` for undefined names, division by
-        zero and results outside the signed 64-bit range."""
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
         ...
 
-    @abstractmethod
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
-        """Evaluate with a backend: names come from ``env`` (any values), operators and
-        functions from ``ops`` (keys ``+ - * / // % neg ceil_div min max``).  Used to build
-        numpy or z3 expressions from the same AST; no range checks."""
-        ...
+    def eval(self, env: Mapping[str, int]) -> int:
+        """Evaluate over Python ints with :data:`OPS`; raises :class:`SpecError` for undefined
+        names, division by zero, a non-positive ``ceil_div`` divisor and results outside the
+        signed 64-bit range."""
+        return int(self._walk(env, OPS, True))
+
+    def apply(self, env: Mapping[str, Any], ops: Ops = OPS) -> Any:
+        """Evaluate with a backend: names come from ``env`` (ints, numpy arrays, ``Sym`` or
+        :class:`Affine` values), operators and functions from ``ops`` (default :data:`OPS`,
+        the same formulas :meth:`eval` uses); no range checks."""
+        return self._walk(env, ops, False)
 
     def is_const(self) -> bool:
         """True when the expression uses no names."""
@@ -125,10 +137,7 @@ class Num(Expr):
     def names(self) -> frozenset[str]:
         return frozenset()
 
-    def eval(self, env: Mapping[str, int]) -> int:
-        return self.value
-
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
         return self.value
 
     def __str__(self) -> str:
@@ -142,19 +151,16 @@ class Name(Expr):
     def names(self) -> frozenset[str]:
         return frozenset({self.name})
 
-    def eval(self, env: Mapping[str, int]) -> int:
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
         if self.name not in env:
             raise SpecError(f"undefined name {self.name!r} at column {self.col} in {self.text!r}")
         v = env[self.name]
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise SpecError(f"name {self.name!r} is bound to {v!r}, not an integer "
-                            f"(in {self.text!r})")
-        return _check_range(v, repr(self.name), self)
-
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
-        if self.name not in env:
-            raise SpecError(f"undefined name {self.name!r} at column {self.col} in {self.text!r}")
-        return env[self.name]
+        if checked:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SpecError(f"name {self.name!r} is bound to {v!r}, not an integer "
+                                f"(in {self.text!r})")
+            return _check_range(v, repr(self.name), self)
+        return v
 
     def __str__(self) -> str:
         return self.name
@@ -167,11 +173,9 @@ class Neg(Expr):
     def names(self) -> frozenset[str]:
         return self.operand.names()
 
-    def eval(self, env: Mapping[str, int]) -> int:
-        return _check_range(-self.operand.eval(env), "a negation", self)
-
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
-        return ops["neg"](self.operand.apply(env, ops))
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
+        v = ops["neg"](self.operand._walk(env, ops, checked))
+        return _check_range(v, "a negation", self) if checked else v
 
     def __str__(self) -> str:
         return f"-{_paren(self.operand)}"
@@ -186,16 +190,14 @@ class BinOp(Expr):
     def names(self) -> frozenset[str]:
         return self.left.names() | self.right.names()
 
-    def eval(self, env: Mapping[str, int]) -> int:
-        a = self.left.eval(env)
-        b = self.right.eval(env)
-        if self.op in ("/", "//", "%") and b == 0:
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
+        a = self.left._walk(env, ops, checked)
+        b = self.right._walk(env, ops, checked)
+        if checked and self.op in ("/", "//", "%") and b == 0:
             what = "modulo" if self.op == "%" else "division"
             raise SpecError(f"{what} by zero at column {self.col} in {self.text!r}")
-        return _check_range(PY_OPS[self.op](a, b), f"'{self}'", self)
-
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
-        return ops[self.op](self.left.apply(env, ops), self.right.apply(env, ops))
+        v = ops[self.op](a, b)
+        return _check_range(v, f"'{self}'", self) if checked else v
 
     def __str__(self) -> str:
         return f"{_paren(self.left)} {self.op} {_paren(self.right)}"
@@ -212,14 +214,13 @@ class Call(Expr):
             out |= a.names()
         return out
 
-    def eval(self, env: Mapping[str, int]) -> int:
-        vals = [a.eval(env) for a in self.args]
-        if self.func == "ceil_div" and vals[1] == 0:
-            raise SpecError(f"ceil_div by zero at column {self.col} in {self.text!r}")
-        return _check_range(PY_OPS[self.func](*vals), f"'{self}'", self)
-
-    def apply(self, env: Mapping[str, Any], ops: Ops = PY_OPS) -> Any:
-        return ops[self.func](*(a.apply(env, ops) for a in self.args))
+    def _walk(self, env: Mapping[str, Any], ops: Ops, checked: bool) -> Any:
+        vals = [a._walk(env, ops, checked) for a in self.args]
+        if checked and self.func == "ceil_div" and vals[1] <= 0:
+            raise SpecError(f"ceil_div needs a positive divisor, got {vals[1]} at column {self.col} "
+                            f"in {self.text!r}")
+        v = ops[self.func](*vals)
+        return _check_range(v, f"'{self}'", self) if checked else v
 
     def __str__(self) -> str:
         return f"{self.func}({', '.join(str(a) for a in self.args)})"
@@ -376,3 +377,192 @@ def parse_expr(text: str | int) -> Expr:
 def evaluate(text: str | int, env: Mapping[str, int]) -> int:
     """``parse_expr(text).eval(env)``: parse (cached) and evaluate with range checks."""
     return parse_expr(text).eval(env)
+
+
+class NotAffine(ValueError):
+    """An expression is not an affine function of its variables (it divides, takes a
+    modulo, a min/max or a product of two variables)."""
+
+
+class Affine:
+    """``const + sum_v coef[v] * v``: an integer affine form over named variables, the fourth
+    backend of :meth:`Expr.apply` (with :data:`OPS`).  Used to reason about tile coordinates
+    as functions of the block coordinates (``at: [2 * bz, by + 1]``) without enumerating blocks.
+
+    Law: ``Affine.of(e, vars).value(point) == e.eval({**env, **point})`` for every point, when
+    ``of`` succeeds; operations that leave the affine forms raise :class:`NotAffine`.
+    """
+
+    __slots__ = ("coef", "const")
+
+    def __init__(self, coef: Mapping[str, int] | None = None, const: int = 0) -> None:
+        self.coef = {k: int(v) for k, v in (coef or {}).items() if v}
+        self.const = int(const)
+
+    @staticmethod
+    def var(name: str) -> Affine:
+        return Affine({name: 1})
+
+    @staticmethod
+    def of(e: Expr, variables: Sequence[str], env: Mapping[str, int]) -> Affine:
+        """The affine form of ``e`` in ``variables`` (other names from ``env``)."""
+        full: dict[str, Any] = {**env, **{v: Affine.var(v) for v in variables}}
+        return Affine.lift(e.apply(full, OPS))
+
+    @staticmethod
+    def lift(x: Any) -> Affine:
+        if isinstance(x, Affine):
+            return x
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise NotAffine(f"not an integer: {x!r}")
+        return Affine(None, x)
+
+    def _const_of(self, o: Any) -> int | None:
+        if isinstance(o, Affine):
+            return o.const if not o.coef else None
+        return int(o) if isinstance(o, int) and not isinstance(o, bool) else None
+
+    def __add__(self, o: Any) -> Affine:
+        o = Affine.lift(o)
+        coef = dict(self.coef)
+        for k, v in o.coef.items():
+            coef[k] = coef.get(k, 0) + v
+        return Affine(coef, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> Affine:
+        return self + Affine.lift(o) * -1
+
+    def __rsub__(self, o: Any) -> Affine:
+        return Affine.lift(o) + self * -1
+
+    def __mul__(self, o: Any) -> Affine:
+        k = self._const_of(o)
+        if k is None:
+            c = self._const_of(self)
+            if c is None:
+                raise NotAffine("a product of two variables")
+            return Affine.lift(o) * c
+        return Affine({n: v * k for n, v in self.coef.items()}, self.const * k)
+
+    __rmul__ = __mul__
+
+    def _const_only(self, o: Any, what: str) -> tuple[int, int]:
+        a, b = self._const_of(self), self._const_of(o)
+        if a is None or b is None:
+            raise NotAffine(f"{what} of a variable")
+        return a, b
+
+    def __floordiv__(self, o: Any) -> Affine:
+        a, b = self._const_only(o, "a division")
+        return Affine(None, a // b)
+
+    def __rfloordiv__(self, o: Any) -> Affine:
+        return Affine.lift(o).__floordiv__(self)
+
+    def __mod__(self, o: Any) -> Affine:
+        a, b = self._const_only(o, "a modulo")
+        return Affine(None, a % b)
+
+    def __rmod__(self, o: Any) -> Affine:
+        return Affine.lift(o).__mod__(self)
+
+    def __lt__(self, o: Any) -> bool:
+        a, b = self._const_only(o, "a comparison")
+        return a < b
+
+    def __gt__(self, o: Any) -> bool:
+        a, b = self._const_only(o, "a comparison")
+        return a > b
+
+    def value(self, point: Mapping[str, Any]) -> Any:
+        """The form evaluated at ``point`` (ints or numpy arrays)."""
+        acc: Any = self.const
+        for k, v in self.coef.items():
+            acc = acc + v * point[k]
+        return acc
+
+    def __repr__(self) -> str:
+        terms = [f"{v}*{k}" for k, v in sorted(self.coef.items())]
+        return " + ".join(terms + [str(self.const)])
+
+
+def _has_interval(a: Any, b: Any) -> bool:
+    return isinstance(a, Interval) or isinstance(b, Interval)
+
+
+class Interval:
+    """``[lo, hi]``: the fifth backend of :meth:`Expr.apply`, for bounds.  ``e.apply(env)``
+    with intervals for some names gives an interval containing every value ``e`` takes when
+    each name ranges over its interval (used to bound tile coordinates and addresses before
+    any array is allocated).
+
+    Law: ``lo <= e.eval(point) <= hi`` for every point inside the input intervals.
+    """
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = int(lo), int(hi)
+
+    @staticmethod
+    def lift(x: Any) -> Interval:
+        return x if isinstance(x, Interval) else Interval(int(x), int(x))
+
+    def __add__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        return Interval(self.lo + o.lo, self.hi + o.hi)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        return Interval(self.lo - o.hi, self.hi - o.lo)
+
+    def __rsub__(self, o: Any) -> Interval:
+        return Interval.lift(o) - self
+
+    def __mul__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        p = (self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi)
+        return Interval(min(p), max(p))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        if o.lo <= 0 <= o.hi:
+            raise ZeroDivisionError("the divisor's range contains 0")
+        p = (self.lo // o.lo, self.lo // o.hi, self.hi // o.lo, self.hi // o.hi)
+        return Interval(min(p), max(p))
+
+    def __rfloordiv__(self, o: Any) -> Interval:
+        return Interval.lift(o) // self
+
+    def __mod__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        if o.lo <= 0 <= o.hi:
+            raise ZeroDivisionError("the divisor's range contains 0")
+        if o.lo > 0:
+            if 0 <= self.lo and self.hi < o.lo:
+                return Interval(self.lo, self.hi)
+            return Interval(0, o.hi - 1)
+        return Interval(o.lo + 1, 0)
+
+    def __rmod__(self, o: Any) -> Interval:
+        return Interval.lift(o) % self
+
+    @staticmethod
+    def hull_min(a: Any, b: Any) -> Interval:
+        a, b = Interval.lift(a), Interval.lift(b)
+        return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
+
+    @staticmethod
+    def hull_max(a: Any, b: Any) -> Interval:
+        a, b = Interval.lift(a), Interval.lift(b)
+        return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
+
+    def __repr__(self) -> str:
+        return f"[{self.lo}, {self.hi}]"
+

@@ -27,7 +27,7 @@ fields it is the unknown key; otherwise it is the offending value.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from threadmap.layout import parse_layout
 from threadmap.spec.expr import evaluate
 from threadmap.spec.json_reader import load_json
 from threadmap.spec.located import Errors, Mark, Path_, fail, fmt_path
+from threadmap.spec.parsed import ParsedSpec
 from threadmap.spec.pydantic_errors import report_validation_errors
 from threadmap.spec.schema import Spec
 from threadmap.spec.semantics import check_semantics, default_samples, sample_envs
@@ -45,6 +46,7 @@ from threadmap.spec.toml_reader import load_toml
 from threadmap.spec.yaml_reader import load_yaml
 
 __all__ = ["LoadedSpec", "default_samples", "iter_spec_files", "load_spec", "loads_spec", "sample_envs",
+           "with_sizes",
            "SPEC_SUFFIXES", "MAX_FILE_BYTES"]
 
 Format = Literal["yaml", "toml", "json"]
@@ -71,6 +73,7 @@ class LoadedSpec:
     format: Format
     envs: tuple[dict[str, int], ...]
     max_env: dict[str, int]
+    parsed: ParsedSpec
     _locate: Callable[[Path_, bool], Mark] = field(repr=False, compare=False)
 
     @property
@@ -146,7 +149,7 @@ def loads_spec(text: str, fmt: Format, name: str | Path = "<string>") -> LoadedS
     envs, max_env = check_semantics(spec, errs)
     errs.raise_()
     return LoadedSpec(spec=spec, path=Path(name), format=fmt, envs=tuple(envs), max_env=max_env,
-                      _locate=locate)
+                      parsed=ParsedSpec.of(spec), _locate=locate)
 
 
 def load_spec(path: str | Path) -> LoadedSpec:
@@ -171,6 +174,23 @@ def load_spec(path: str | Path) -> LoadedSpec:
         line = raw[:e.start].count(b"\n") + 1
         raise SpecError(f"{p}:{line}:1: (file): not UTF-8 text ({e.reason})") from None
     return loads_spec(text, fmt, p)
+
+
+def with_sizes(loaded: LoadedSpec, sizes: Mapping[str, int]) -> LoadedSpec:
+    """``loaded`` with some named sizes set to fixed values (``--sizes M=1000,N=62``),
+    re-checked as a whole (bounds, thread counts, shared memory) under the new sizes."""
+    known = loaded.spec.sizes
+    for k, v in sizes.items():
+        if k not in known:
+            raise SpecError(f"{loaded.path}:1:1: sizes: there is no size {k!r} to set; the spec's sizes: "
+                            f"{', '.join(known) or 'none'}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise SpecError(f"{loaded.path}:1:1: sizes.{k}: a size is a positive integer, got {v!r}")
+    spec = loaded.spec.model_copy(update={"sizes": {**known, **{k: int(v) for k, v in sizes.items()}}})
+    errs = Errors(str(loaded.path), loaded._locate)
+    envs, top = check_semantics(spec, errs)
+    errs.raise_()
+    return replace(loaded, spec=spec, envs=tuple(envs), max_env=top)
 
 
 def iter_spec_files(path: str | Path) -> list[Path]:

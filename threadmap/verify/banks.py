@@ -1,165 +1,158 @@
-"""Shared-memory bank conflicts under the phase model of DESIGN.md.
+"""Shared-memory bank conflicts under the phase model of :mod:`threadmap.hardware`.
 
-Definition.  Shared memory has 32 banks of 4 bytes; the 4-byte word ``w = addr // 4``
-lives in bank ``w % 32``.  A warp instruction (rows with equal block, warp, step; active =
-predicate true) whose accesses are ``W = vec * elem_bytes`` bytes wide is split into
-``P = max(1, W // 4)`` phases (1 for <= 4 bytes, 2 for 8, 4 for 16) of ``32 / P``
-consecutive lanes (``warp_lane = thread % 32``).  An element of ``e`` bytes at ``a``
-occupies the words ``a // 4 .. (a + e - 1) // 4`` (so a lane moving 8/16 bytes occupies 2/4
-consecutive banks).  Per phase, the wavefronts are the largest number of *distinct*
-words any one bank must serve (lanes reading one word share it: broadcast is free);
-the instruction's wavefronts are the sum over phases; its ideal is the number of phases
-with an active lane (1/2/4 for a full warp).  ``extra = wavefronts - ideal`` are the
-conflict wavefronts.  Compare with Nsight Compute's
-``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum`` and
-``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum``.
+Per warp instruction (``32 * vec`` rows; active rows only) of ``W = vec * elem_bytes``
+bytes per lane: ``P = phases(W)`` phases of ``32 / P`` consecutive lanes; per phase the
+wavefronts are the largest number of distinct 4-byte words one bank serves (broadcast is
+free); the instruction's wavefronts are the sum over phases and its ideal the number of
+phases with an active lane.  ``extra = wavefronts - ideal`` are the conflict wavefronts.
+Compare with Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum``
+and ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum``.
 
-:func:`wavefronts_definition` is the executable definition for one instruction; the
-enumeration :func:`instruction_wavefronts` is one sort over (instruction, phase, bank,
-word) keys.
+The enumeration sorts each phase's words by (bank, word) (one small sort per phase) and
+takes the longest run of distinct words of one bank.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from threadmap import hardware as hw
+from threadmap.model import KernelModel, SideModel
+from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify._util import count_per_group, distinct_pairs, row_witness, start_check
-from threadmap.verify.result import CheckResult, Finding
+from threadmap.verify.check import Accumulator, Check, register
 
-CHECK = "bank_conflicts"
-BANKS = 32
-WORD = 4
+_BIG = np.int64(1) << 62
 
 
-def phases_for(access_bytes: int) -> int:
-    """Number of phases a warp instruction of this width is split into (1, 2, 4)."""
-    return max(1, min(32, access_bytes // WORD))
-
-
-def wavefronts_definition(lanes: Sequence[tuple[int, int]], elem_bytes: int, access_bytes: int
-                          ) -> tuple[int, int]:
-    """(wavefronts, ideal) of one warp instruction; ``lanes`` = (warp_lane, element address)."""
-    P = phases_for(access_bytes)
-    per = 32 // P
-    words: dict[tuple[int, int], set[int]] = {}
-    for lane, a in lanes:
-        for w in range(a // WORD, (a + elem_bytes - 1) // WORD + 1):
-            words.setdefault((lane // per, w % BANKS), set()).add(w)
-    phases = {p for p, _ in words}
-    wf = sum(max(len(v) for (p2, _), v in words.items() if p2 == p) for p in phases)
-    return wf, len(phases)
-
-
-def instruction_wavefronts(t: AccessTable) -> dict[str, np.ndarray]:
-    """Per active warp instruction of ``t``: key, wavefronts, ideal, plus the worst
-    (phase, bank) of each instruction and the data to name its lanes."""
-    act = np.flatnonzero(np.asarray(t.pred, dtype=bool))
-    keys = t.warp_instruction_keys()[act]
-    uk, kid = np.unique(keys, return_inverse=True)
-    kid = kid.reshape(-1)
-    n = uk.size
+def phase_wavefronts(t: AccessTable) -> np.ndarray:
+    """(instructions, phases) wavefronts of every phase of every warp instruction of ``t``
+    (0 for a phase without an active lane)."""
     e = int(t.elem_bytes)
-    P = phases_for(t.access_bytes)
-    per = 32 // P
-    addr = np.asarray(t.addr, dtype=np.int64)[act]
-    phase = (np.asarray(t.thread, dtype=np.int64)[act] % 32) // per
-    lo, hi = addr // WORD, (addr + e - 1) // WORD
-    spans = int((hi - lo).max()) + 1 if addr.size else 1
-    word = np.concatenate([np.minimum(lo + j, hi) for j in range(spans)])
-    kp = np.tile(kid * P + phase, spans)                       # (instruction, phase) id
-    g = kp * BANKS + word % BANKS                             # (instruction, phase, bank) id
-    gd, _ = distinct_pairs(g, word)                           # distinct words per bank
-    ug, cnt = count_per_group(gd)                             # ug sorted: (instr, phase, bank)
-    ukp, starts = np.unique(ug // BANKS, return_index=True)    # per (instr, phase)
-    mx = np.maximum.reduceat(cnt, starts) if cnt.size else cnt
-    arg = np.zeros(ukp.size, dtype=np.int64)                  # worst bank per (instr, phase)
-    if cnt.size:
-        seg = np.repeat(np.arange(ukp.size), np.diff(np.r_[starts, cnt.size]))
-        hit = np.flatnonzero(cnt == mx[seg])
-        _, firsthit = np.unique(seg[hit], return_index=True)   # first max bank per segment
-        pos = hit[firsthit]
-        arg = ug[pos] % BANKS
-    wf = np.bincount(ukp // P, weights=mx, minlength=n).astype(np.int64)
-    ideal = np.bincount(ukp // P, minlength=n).astype(np.int64)
-    return {"key": uk, "wavefronts": wf, "ideal": ideal, "kid": kid, "rows": act,
-            "kp": ukp, "kp_max": mx, "kp_bank": arg, "phases": P}
+    P = hw.phases(t.access_bytes)
+    a = t.addr
+    lo = a // hw.BANK_BYTES
+    span = max(1, (e - 1) // hw.BANK_BYTES + 2) if e > 1 else 1
+    groups = len(t) // (t.instruction_rows // P)
+    cols = []
+    for j in range(span):  # the words an element occupies (2 when it straddles a word)
+        w = np.minimum(lo + j, (a + e - 1) // hw.BANK_BYTES)
+        cols.append(np.where(t.pred, w, _BIG).reshape(groups, -1))
+    words = np.concatenate(cols, axis=1) if span > 1 else cols[0]
+    # sort by (bank, word): a run of one bank's distinct words is its serialisation
+    key = np.where(words < _BIG, (words % hw.NUM_BANKS) << 56 | (words // hw.NUM_BANKS), _BIG)
+    key.sort(axis=1)
+    valid = key < _BIG
+    bank = key >> 56
+    new_word = np.empty_like(valid)
+    new_word[:, 0] = valid[:, 0]
+    new_word[:, 1:] = valid[:, 1:] & (key[:, 1:] != key[:, :-1])
+    cum = np.cumsum(new_word, axis=1)
+    start = np.zeros_like(valid)
+    start[:, 0] = True
+    start[:, 1:] = bank[:, 1:] != bank[:, :-1]
+    pos = np.where(start, np.arange(key.shape[1])[None, :], 0)
+    np.maximum.accumulate(pos, axis=1, out=pos)
+    base = np.take_along_axis(cum, pos, axis=1) - np.take_along_axis(new_word, pos, axis=1)
+    run = np.where(valid, cum - base, 0)
+    return run.max(axis=1).reshape(-1, P)
 
 
-def _worst_witness(t: AccessTable, s: dict[str, np.ndarray], i: int) -> dict[str, Any]:
-    P, per = int(s["phases"]), 32 // int(s["phases"])
-    sel = s["kp"] // P == i
-    j = np.flatnonzero(sel)[int(np.argmax(s["kp_max"][sel]))]
-    phase, bank = int(s["kp"][j] % P), int(s["kp_bank"][j])
-    rows = s["rows"][s["kid"] == i]
-    e = int(t.elem_bytes)
-    lanes = []
-    for r in rows:
-        lane = int(t.thread[r]) % 32
-        if lane // per != phase:
-            continue
-        a = int(t.addr[r])
-        for w in range(a // WORD, (a + e - 1) // WORD + 1):
-            if w % BANKS == bank:
-                lanes.append({"warp_lane": lane, "thread": int(t.thread[r]), "word": w, "address": a,
-                              "coordinate": tuple(int(c) for c in np.atleast_1d(t.coord[r]))})
-    lanes.sort(key=lambda d: (d["warp_lane"], d["address"]))
-    fr = row_witness(t, int(rows[0]))
-    return {"block": fr["block"], "warp": fr["thread"] // 32, "step": fr["step"],
-            "wavefronts": int(s["wavefronts"][i]), "ideal": int(s["ideal"][i]), "phase": phase,
-            "bank": bank, "distinct_words": int(s["kp_max"][j]), "lanes": lanes}
+class BankConflicts(Accumulator):
+    def __init__(self, side: SideModel, max_extra: int | None) -> None:
+        self.side = side
+        self.max_extra = max_extra
+        self.tot = {"instructions": 0, "wavefronts": 0, "ideal_wavefronts": 0, "conflicted_instructions": 0}
+        self.max_wf = 0
+        self.worst: dict[str, Any] | None = None
+        self.worst_extra = -1
 
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        if len(t) == 0:
+            return
+        pw = phase_wavefronts(t)
+        wf = pw.sum(axis=1)
+        ideal = (pw > 0).sum(axis=1)
+        active = ideal > 0
+        extra = wf - ideal
+        per_block = wf.size // t.blocks.size
+        wi = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
+        self.tot["instructions"] += int((active * wi).sum())
+        self.tot["wavefronts"] += int((wf * wi).sum())
+        self.tot["ideal_wavefronts"] += int((ideal * wi).sum())
+        self.tot["conflicted_instructions"] += int(((extra > 0) * wi).sum())
+        if active.any():
+            self.max_wf = max(self.max_wf, int(wf.max()))
+            i = int(np.argmax(np.where(active, extra, -1)))
+            if int(extra[i]) > self.worst_extra:
+                self.worst_extra = int(extra[i])
+                self.worst = self._describe(t, i, pw[i])
 
-def check_bank_conflicts(tables: AccessTable | Iterable[AccessTable], *, max_extra: int | None = None
-                         ) -> CheckResult:
-    """Bank conflicts of one shared side (a table or chunks of it).
+    @staticmethod
+    def _describe(t: AccessTable, i: int, pw: np.ndarray) -> dict[str, Any]:
+        P = pw.size
+        phase = int(np.argmax(pw))
+        per = hw.WARP_SIZE // P
+        rows = np.arange(i * t.instruction_rows, (i + 1) * t.instruction_rows)
+        rows = rows[t.pred[rows]]
+        served: dict[int, set[int]] = {}
+        lanes: list[dict[str, Any]] = []
+        e = int(t.elem_bytes)
+        for r in rows:
+            if int(t.lane[r]) // per != phase:
+                continue
+            for wd in hw.words(int(t.addr[r]), e):
+                served.setdefault(wd % hw.NUM_BANKS, set()).add(wd)
+        bank = max(served, key=lambda b: (len(served[b]), -b)) if served else 0
+        for r in rows:
+            if int(t.lane[r]) // per != phase:
+                continue
+            a = int(t.addr[r])
+            for wd in hw.words(a, e):
+                if wd % hw.NUM_BANKS == bank:
+                    lanes.append({"warp_lane": int(t.lane[r]), "thread": int(t.thread[r]), "word": wd,
+                                  "address": a, "coordinate": tuple(int(c[r]) for c in t.coords)})
+        lanes.sort(key=lambda d: (d["warp_lane"], d["address"]))
+        first = t.row(int(rows[0]))
+        return {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE, "step": first["step"],
+                "wavefronts": int(pw.sum()), "ideal": int((pw > 0).sum()), "phase": phase, "bank": bank,
+                "distinct_words": len(served.get(bank, ())), "lanes": lanes}
 
-    Summary: ``instructions``, ``wavefronts``, ``ideal_wavefronts``, ``extra_wavefronts``
-    (conflicts), ``conflicted_instructions``, ``max_wavefronts`` (worst instruction),
-    ``phases`` (per instruction), ``worst`` (block, warp, step, wavefronts, ideal, phase,
-    bank, and its lanes with their words).  FAIL iff ``max_extra`` is given and the extra
-    wavefronts exceed it; otherwise a conflict is a ``warning`` finding.
-    """
-    chunks, res = start_check(CHECK, tables, "shared", "bank conflicts")
-    if not chunks:
+    def result(self) -> CheckResult:
+        extra_total = self.tot["wavefronts"] - self.tot["ideal_wavefronts"]
+        summary = BankSummary(**self.tot, extra_wavefronts=extra_total, max_wavefronts=self.max_wf,
+                              phases=hw.phases(self.side.vec * self.side.elem_bytes),
+                              access_bits=self.side.access_bits, worst=self.worst)
+        res = CheckResult(check="bank_conflicts", stage=self.side.stage, side=self.side.which, status="PASS",
+                          summary=summary)
+        w = self.worst
+        if w and w["wavefronts"] > w["ideal"]:
+            ls = w["lanes"]
+            named = ", ".join(f"lane {d['warp_lane']}: word {d['word']}" for d in ls[:8]) + (
+                f", ... ({len(ls)} lanes)" if len(ls) > 8 else "")
+            over = self.max_extra is not None and w["wavefronts"] - w["ideal"] > self.max_extra
+            res.add(Finding(check="bank_conflicts", kind="conflict", stage=self.side.stage, side=self.side.which,
+                            witness=w, severity="error" if over else "warning",
+                            message=f"block {w['block']} warp {w['warp']} step {w['step']}: {w['wavefronts']} "
+                                    f"wavefronts (ideal {w['ideal']}); bank {w['bank']} serves "
+                                    f"{w['distinct_words']} distinct words in phase {w['phase']}: {named}"),
+                    self.tot["conflicted_instructions"])
+            if over:
+                res.fail()
         return res
-    t0 = chunks[0]
-    tot = {"instructions": 0, "wavefronts": 0, "ideal_wavefronts": 0, "conflicted_instructions": 0}
-    worst: dict[str, Any] | None = None
-    worst_extra = -1
-    max_wf = 0
-    for t in chunks:
-        if len(t) == 0 or not np.asarray(t.pred).any():
-            continue
-        s = instruction_wavefronts(t)
-        extra = s["wavefronts"] - s["ideal"]
-        tot["instructions"] += int(s["key"].size)
-        tot["wavefronts"] += int(s["wavefronts"].sum())
-        tot["ideal_wavefronts"] += int(s["ideal"].sum())
-        tot["conflicted_instructions"] += int((extra > 0).sum())
-        max_wf = max(max_wf, int(s["wavefronts"].max()))
-        i = int(np.argmax(extra))
-        if int(extra[i]) > worst_extra:
-            worst_extra = int(extra[i])
-            worst = _worst_witness(t, s, i)
-    extra_total = tot["wavefronts"] - tot["ideal_wavefronts"]
-    res.summary = {**tot, "extra_wavefronts": extra_total, "max_wavefronts": max_wf,
-                   "phases": phases_for(t0.access_bytes), "access_bits": t0.access_bytes * 8,
-                   "worst": worst}
-    if worst and worst["wavefronts"] > worst["ideal"]:
-        ls = worst["lanes"]
-        named = ", ".join(f"lane {d['warp_lane']}: word {d['word']}" for d in ls[:8]) + (
-            f", ... ({len(ls)} lanes)" if len(ls) > 8 else "")
-        over = max_extra is not None and extra_total > max_extra
-        res.add(Finding(CHECK, "conflict",
-                        f"block {worst['block']} warp {worst['warp']} step {worst['step']}: "
-                        f"{worst['wavefronts']} wavefronts (ideal {worst['ideal']}); bank {worst['bank']} "
-                        f"serves {worst['distinct_words']} distinct words in phase {worst['phase']}: {named}",
-                        worst, t0.stage, t0.side, "error" if over else "warning"),
-                tot["conflicted_instructions"])
-        if over:
-            res.status = "FAIL"
-    return res
+
+
+@register
+class BankConflictCheck(Check):
+    name = "bank_conflicts"
+    rule = "Shared-memory accesses need no more wavefronts than ideal."
+    definition = staticmethod(hw.wavefronts)
+
+    def applies(self, side: SideModel) -> bool:
+        return side.memory == "shared"
+
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> BankConflicts:
+        assert side is not None
+        return BankConflicts(side, model.expect.bank_conflicts)

@@ -1,159 +1,159 @@
 """Coalescing of global-memory accesses, per warp instruction.
 
-Definitions.  A *warp instruction* is the set of rows with equal (block, thread // 32,
-step); its *active* rows are those with a true predicate (an instruction with none is no
-request).  An element of ``e`` bytes at byte address ``a`` touches the bytes
-``[a, a+e)``.  For each instruction:
-
-* ``sectors``: the number of distinct 32-byte sectors (``byte // 32``) touched;
-* ``lines``: the number of distinct 128-byte lines touched;
-* ``bytes``: distinct bytes requested (``e`` times the number of distinct element
-  addresses, so broadcasts are not counted twice);
-* ``ideal``: ``ceil(bytes / 32)``, the sectors a contiguous, 32-byte aligned request of
-  the same size would touch.
-
-Totals: ``requests`` (instructions with an active lane), ``sectors``, ``ideal_sectors``,
-``sectors_per_request`` and ``ratio = sectors / ideal_sectors``.  Alignment: every vector
-access with an active lane must be contiguous and aligned to its width
-(:func:`~threadmap.verify.vectorize.access_legality`).  Compare with Nsight Compute's
+Definitions (:mod:`threadmap.hardware`).  A warp instruction is the ``32 * vec`` rows of one
+(block, warp, step); its active rows are those with a true predicate (an instruction with
+none is no request).  Per instruction: ``sectors`` (distinct 32-byte sectors touched),
+``lines`` (distinct 128-byte lines), ``bytes`` (distinct bytes requested) and
+``ideal = ceil(bytes / 32)``.  Totals over the grid: ``requests`` (instructions with an
+active row), ``sectors``, ``ideal_sectors``, ``sectors_per_request`` and
+``ratio = sectors / ideal_sectors``.  Alignment: every vector access with an active element
+must be contiguous and aligned to its width.  Compare with Nsight Compute's
 ``l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum`` and
 ``l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum``.
 
-:func:`instruction_sectors_definition` is the executable definition for one instruction.
+The enumeration sorts each instruction's active addresses (one small sort per instruction)
+and counts distinct sectors, lines and bytes from the sorted order.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from threadmap import hardware as hw
+from threadmap.model import KernelModel, SideModel
+from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify._util import count_per_group, distinct_pairs, row_witness, start_check
-from threadmap.verify.result import MAX_FINDINGS, CheckResult, Finding
-from threadmap.verify.vectorize import access_legality
+from threadmap.verify.check import Accumulator, Check, register
 
-CHECK = "coalescing"
-SECTOR = 32
-LINE = 128
-
-
-def instruction_sectors_definition(addresses: Sequence[int], elem_bytes: int) -> dict[str, int]:
-    """Sectors, lines, bytes and ideal sectors of one warp instruction's active element addresses."""
-    touched = {b for a in addresses for b in range(a, a + elem_bytes)}
-    nbytes = len(set(addresses)) * elem_bytes
-    return {"sectors": len({b // SECTOR for b in touched}), "lines": len({b // LINE for b in touched}),
-            "bytes": nbytes, "ideal": math.ceil(nbytes / SECTOR)}
+_BIG = np.int64(1) << 62
 
 
 def instruction_stats(t: AccessTable) -> dict[str, np.ndarray]:
-    """Per active warp instruction of ``t``: key, sectors, lines, bytes, ideal, first row.
-
-    Vectorised: distinct (instruction, sector) pairs by one sort.
-    """
-    act = np.flatnonzero(np.asarray(t.pred, dtype=bool))
-    keys = t.warp_instruction_keys()[act]
+    """Per warp instruction of ``t``: ``active`` (has an active row), ``sectors``, ``lines``,
+    ``bytes``, ``ideal`` (arrays of length ``instructions``)."""
     e = int(t.elem_bytes)
-    addr = np.asarray(t.addr, dtype=np.int64)[act]
-    uk, kid = np.unique(keys, return_inverse=True)
-    kid = kid.reshape(-1)
-    n = uk.size
-
-    def distinct_units(size: int) -> np.ndarray:
-        lo, hi = addr // size, (addr + e - 1) // size
-        spans = int((hi - lo).max()) + 1 if addr.size else 1
-        g = np.concatenate([kid] * spans)
-        v = np.concatenate([np.minimum(lo + j, hi) for j in range(spans)])
-        gd, _ = distinct_pairs(g, v)
-        out = np.zeros(n, dtype=np.int64)
-        ug, cnt = count_per_group(gd)
-        out[ug] = cnt
-        return out
-
-    sectors = distinct_units(SECTOR)
-    lines = distinct_units(LINE)
-    gd, _ = distinct_pairs(kid, addr)
-    ug, cnt = count_per_group(gd)
-    nbytes = np.zeros(n, dtype=np.int64)
-    nbytes[ug] = cnt * e
-    _, firstpos = np.unique(kid, return_index=True)
-    first = act[firstpos]
-    return {"key": uk, "sectors": sectors, "lines": lines, "bytes": nbytes,
-            "ideal": -(-nbytes // SECTOR), "first": first, "kid": kid, "rows": act}
+    a = np.where(t.pred, t.addr, _BIG).reshape(-1, t.instruction_rows)
+    a.sort(axis=1)
+    valid = a < _BIG
+    nxt = np.empty_like(a)
+    nxt[:, :-1] = a[:, 1:]
+    nxt[:, -1] = _BIG
+    nbytes = np.where(valid, np.minimum(nxt - a, e), 0).sum(axis=1)
+    out = {"active": valid[:, 0], "bytes": nbytes}
+    for key, shift in (("sectors", 5), ("lines", 7)):
+        lo = a >> shift
+        hi = (a + (e - 1)) >> shift
+        prev = np.empty_like(hi)
+        prev[:, 0] = lo[:, 0] - 1
+        prev[:, 1:] = hi[:, :-1]
+        # sorted by address: the units new at row j are those above everything before it
+        out[key] = np.where(valid, hi - np.maximum(lo - 1, prev), 0).sum(axis=1)
+    out["ideal"] = -(-nbytes // hw.SECTOR_BYTES)
+    return out
 
 
-def check_coalescing(tables: AccessTable | Iterable[AccessTable], *, max_ratio: float | None = None,
-                     max_sectors_per_request: float | None = None) -> CheckResult:
-    """Coalescing of one global side (a table or chunks of it).
+def access_legality(t: AccessTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per vector access (``vec`` consecutive rows): (contiguous?, aligned?)."""
+    e, v = int(t.elem_bytes), int(t.vec)
+    a = t.addr.reshape(-1, v)
+    contiguous = np.all(a == a[:, :1] + np.arange(v, dtype=np.int64) * e, axis=1) if v > 1 else \
+        np.ones(a.shape[0], dtype=bool)
+    aligned = a[:, 0] % (v * e) == 0
+    return contiguous, aligned
 
-    Summary: ``requests``, ``sectors``, ``ideal_sectors``, ``lines``, ``bytes``,
-    ``sectors_per_request``, ``ideal_sectors_per_request``, ``ratio``, ``misaligned``
-    (vector accesses not aligned/contiguous), ``worst`` (the instruction with the most
-    excess sectors: block, warp, step, sectors, ideal, lines, active lanes, addresses).
-    FAIL on a misaligned access or when a given limit is exceeded; otherwise an
-    inefficient worst instruction is a ``warning`` finding.
-    """
-    chunks, res = start_check(CHECK, tables, "global", "coalescing")
-    if not chunks:
-        return res
-    t0 = chunks[0]
-    tot = {"requests": 0, "sectors": 0, "ideal_sectors": 0, "lines": 0, "bytes": 0, "misaligned": 0}
-    worst: dict[str, Any] | None = None
-    worst_excess = -1
-    for t in chunks:
+
+class Coalescing(Accumulator):
+    def __init__(self, side: SideModel, max_ratio: float | None) -> None:
+        self.side = side
+        self.max_ratio = max_ratio
+        self.tot = {"requests": 0, "sectors": 0, "ideal_sectors": 0, "lines": 0, "bytes": 0, "misaligned": 0}
+        self.worst: dict[str, Any] | None = None
+        self.worst_excess = -1
+        self.misaligned: list[Finding] = []
+
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if len(t) == 0:
-            continue
+            return
         s = instruction_stats(t)
-        tot["requests"] += int(s["key"].size)
-        tot["sectors"] += int(s["sectors"].sum())
-        tot["ideal_sectors"] += int(s["ideal"].sum())
-        tot["lines"] += int(s["lines"].sum())
-        tot["bytes"] += int(s["bytes"].sum())
-        if s["key"].size:
-            excess = s["sectors"] - s["ideal"]
-            i = int(np.argmax(excess))
-            if int(excess[i]) > worst_excess:
-                worst_excess = int(excess[i])
-                rows = s["rows"][s["kid"] == i]
-                fr = row_witness(t, int(s["first"][i]))
-                lane_addr = sorted({(int(t.thread[r]) % 32, int(t.addr[r])) for r in rows if t.lane[r] == 0})
-                worst = {"block": fr["block"], "warp": fr["thread"] // 32, "step": fr["step"],
-                         "sectors": int(s["sectors"][i]), "ideal": int(s["ideal"][i]),
-                         "lines": int(s["lines"][i]), "bytes": int(s["bytes"][i]),
-                         "active_lanes": len({int(t.thread[r]) % 32 for r in rows}),
-                         "lane_addresses": lane_addr[:32], "first": fr}
-        # alignment of vector accesses with an active lane
-        first, cont, al = access_legality(t)
-        pred = np.asarray(t.pred, dtype=bool)
-        if t.vec > 1 and len(t) % t.vec == 0:
-            any_act = pred.reshape(-1, t.vec).any(axis=1) if first.size * t.vec == len(t) else pred[first]
-        else:
-            any_act = pred[first]
-        bad = np.flatnonzero(any_act & ~(cont & al))
-        tot["misaligned"] += bad.size
-        for j in bad[: max(0, MAX_FINDINGS - len(res.findings))]:
-            w = row_witness(t, int(first[j]), access_bytes=t.access_bytes)
-            res.add(Finding(CHECK, "misaligned",
-                            f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
-                            f"step {w['step']} at {w['coordinate']}: address {w['address']} is "
-                            + (f"not a multiple of {t.access_bytes}" if not al[j] else "")
-                            + (" (lanes not contiguous)" if not cont[j] else ""), w, t.stage, t.side))
-    res.total_findings = max(res.total_findings, tot["misaligned"])
-    req = max(tot["requests"], 1)
-    ratio = tot["sectors"] / tot["ideal_sectors"] if tot["ideal_sectors"] else 1.0
-    res.summary = {**tot, "sectors_per_request": tot["sectors"] / req,
-                   "ideal_sectors_per_request": tot["ideal_sectors"] / req, "ratio": ratio,
-                   "access_bits": t0.access_bytes * 8, "worst": worst}
-    over = ((max_ratio is not None and ratio > max_ratio) or
-            (max_sectors_per_request is not None and tot["sectors"] / req > max_sectors_per_request))
-    if worst and worst["sectors"] > worst["ideal"]:
-        msg = (f"block {worst['block']} warp {worst['warp']} step {worst['step']}: "
-               f"{worst['sectors']} sectors ({worst['lines']} lines) for {worst['bytes']} bytes, "
-               f"ideal {worst['ideal']}")
-        res.add(Finding(CHECK, "uncoalesced", msg, worst, t0.stage, t0.side,
-                        "error" if over else "warning"))
-    if tot["misaligned"] or over:
-        res.status = "FAIL"
-    return res
+        per_block = s["active"].size // t.blocks.size
+        wi = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
+        act = s["active"]
+        self.tot["requests"] += int((act * wi).sum())
+        for k, sk in (("sectors", "sectors"), ("ideal_sectors", "ideal"), ("lines", "lines"), ("bytes", "bytes")):
+            self.tot[k] += int((s[sk] * wi).sum())
+        excess = np.where(act, s["sectors"] - s["ideal"], -1)
+        i = int(np.argmax(excess))
+        if act.any() and int(excess[i]) > self.worst_excess:
+            self.worst_excess = int(excess[i])
+            self.worst = self._describe(t, i, s)
+        cont, al = access_legality(t)
+        any_act = t.pred.reshape(-1, t.vec).any(axis=1)
+        bad = any_act & ~(cont & al)
+        per_block_acc = bad.size // t.blocks.size
+        wa = np.repeat(np.asarray(weights, dtype=np.int64), per_block_acc)
+        self.tot["misaligned"] += int((bad * wa).sum())
+        for j in np.flatnonzero(bad)[:max(0, 8 - len(self.misaligned))]:
+            w = t.row(int(j) * t.vec)
+            w["access_bytes"] = t.access_bytes
+            why = []
+            if not al[j]:
+                why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
+            if not cont[j]:
+                why.append("its elements are not contiguous")
+            self.misaligned.append(Finding(
+                check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w,
+                message=f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
+                        f"step {w['step']} at {w['coordinate']}: " + " and ".join(why)))
+
+    @staticmethod
+    def _describe(t: AccessTable, i: int, s: dict[str, np.ndarray]) -> dict[str, Any]:
+        rows = np.arange(i * t.instruction_rows, (i + 1) * t.instruction_rows)
+        rows = rows[t.pred[rows]]
+        first = t.row(int(rows[0]))
+        lanes = sorted({(int(t.lane[r]), int(t.addr[r])) for r in rows if t.element[r] == 0})
+        return {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE, "step": first["step"],
+                "sectors": int(s["sectors"][i]), "ideal": int(s["ideal"][i]), "lines": int(s["lines"][i]),
+                "bytes": int(s["bytes"][i]), "active_lanes": len({int(t.lane[r]) for r in rows}),
+                "lane_addresses": lanes[:32], "first": first}
+
+    def result(self) -> CheckResult:
+        tot = self.tot
+        req = max(tot["requests"], 1)
+        ratio = tot["sectors"] / tot["ideal_sectors"] if tot["ideal_sectors"] else 1.0
+        summary = CoalescingSummary(**tot, sectors_per_request=tot["sectors"] / req,
+                                    ideal_sectors_per_request=tot["ideal_sectors"] / req, ratio=ratio,
+                                    access_bits=self.side.access_bits, worst=self.worst)
+        res = CheckResult(check="coalescing", stage=self.side.stage, side=self.side.which, status="PASS",
+                          summary=summary)
+        for f in self.misaligned:
+            res.add(f, 0)
+        res.total_findings += tot["misaligned"]
+        over = self.max_ratio is not None and ratio > self.max_ratio + 1e-12
+        w = self.worst
+        if w and w["sectors"] > w["ideal"]:
+            res.add(Finding(check="coalescing", kind="uncoalesced", stage=self.side.stage, side=self.side.which,
+                            witness=w, severity="error" if over else "warning",
+                            message=f"block {w['block']} warp {w['warp']} step {w['step']}: {w['sectors']} "
+                                    f"sectors ({w['lines']} lines) for {w['bytes']} bytes, ideal {w['ideal']}"
+                                    + (f"; the spec allows {self.max_ratio:g}x the ideal over the grid, "
+                                       f"measured {ratio:.3g}x" if over else "")))
+        if tot["misaligned"] or over:
+            res.fail()
+        return res
+
+
+@register
+class CoalescingCheck(Check):
+    name = "coalescing"
+    rule = "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned."
+    definition = staticmethod(hw.sectors)
+
+    def applies(self, side: SideModel) -> bool:
+        return side.memory == "global"
+
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> Coalescing:
+        assert side is not None
+        exp = model.expect
+        return Coalescing(side, exp.sector_ratio_load if side.which == "src" else exp.sector_ratio_store)

@@ -1,0 +1,199 @@
+"""threadmap's public Python API: load, verify, simulate and show specs.
+
+Everything the command line does goes through these functions, and so will the HTTP
+service::
+
+    import threadmap.api as tm
+    report = tm.verify("specs/cute_transpose/row_smem.yaml")          # a VerifyReport
+    report.runs[0].verdict, report.runs[0].failing                      # 'fail', ['bank_conflicts']
+    report = tm.verify("k.yaml", sizes={"M": 1000}, checks=["predicates"])
+    tables = tm.simulate("k.yaml", blocks=[0])                          # AccessTables per stage
+    text = tm.show("k.yaml", stage=0).text                              # print_layout-style grids
+
+Errors: :class:`threadmap.errors.SpecError` (``FILE:LINE:COL: field.path: message``) for an
+invalid spec or option, :class:`WorkTooLarge` when a requested enumeration exceeds the
+memory budget.  :func:`verify` over several paths collects invalid specs in
+``VerifyReport.errors`` and verifies the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from threadmap import __version__
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.model import KernelModel, build_model
+from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import SpecRun, VerifyReport
+from threadmap.simulate.access import AccessTable
+from threadmap.simulate.engine import Simulator
+from threadmap.spec.load import LoadedSpec, iter_spec_files, load_spec, with_sizes
+from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, canonical, verify_model
+
+__all__ = ["CHECK_NAMES", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names", "load", "models",
+           "show", "simulate", "spec_files", "verify", "verify_spec"]
+
+SpecLike = str | Path | LoadedSpec
+Progress = Callable[[str, int, int], None]
+
+
+def load(spec: SpecLike, sizes: Mapping[str, int] | None = None) -> LoadedSpec:
+    """A validated spec (from a path, or as given), with ``sizes`` overriding its sizes."""
+    loaded = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
+    return with_sizes(loaded, sizes) if sizes else loaded
+
+
+def check_names(names: Iterable[str] | None) -> frozenset[str] | None:
+    """Validated check names (aliases resolved); None for all checks."""
+    if names is None:
+        return None
+    out = set()
+    for n in names:
+        c = canonical(n.strip())
+        if c not in CHECK_NAMES:
+            raise ThreadmapError(f"unknown check {n!r}; checks: {', '.join(CHECK_NAMES)}")
+        out.add(c)
+        if c in ("grid_coverage", "predicates"):  # decided together
+            out |= {"grid_coverage", "predicates"}
+    return frozenset(out)
+
+
+def models(spec: SpecLike, sizes: Mapping[str, int] | None = None) -> list[KernelModel]:
+    """The spec bound to each of its size environments."""
+    loaded = load(spec, sizes)
+    return [build_model(loaded, env) for env in loaded.envs]
+
+
+def verify_spec(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, checks: Iterable[str] | None = None,
+                exhaustive: bool = False, max_rows: int | None = None,
+                progress: Progress | None = None) -> list[SpecRun]:
+    """Verify one spec: one :class:`SpecRun` per size environment."""
+    loaded = load(spec, sizes)
+    opts = RunOptions(exhaustive=exhaustive, checks=check_names(checks))
+    if max_rows is not None:
+        opts.max_rows = max_rows
+    runs = []
+    for env in loaded.envs:
+        model = build_model(loaded, env)
+        if progress is not None:
+            opts.progress = lambda done, total, name=str(loaded.path): progress(name, done, total)
+        runs.append(verify_model(model, opts))
+    return runs
+
+
+def spec_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Spec files named by ``paths`` (files, or directories searched recursively)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise SpecError(f"{p}:1:1: (file): no such file or directory")
+        files.extend(iter_spec_files(p) if p.is_dir() else [p])
+    return files
+
+
+def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
+           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
+           progress: Progress | None = None) -> VerifyReport:
+    """Verify specs (paths, directories or loaded specs).  An invalid spec is reported in
+    ``errors`` (status ``invalid``) and the others still run; an unexpected failure inside
+    threadmap is reported with status ``internal``."""
+    items: list[SpecLike] = [targets] if isinstance(targets, (str, Path, LoadedSpec)) else list(targets)
+    flat: list[SpecLike] = []
+    for it in items:
+        flat.extend(spec_files([it]) if isinstance(it, (str, Path)) else [it])
+    check_set = check_names(checks)
+    report = VerifyReport(threadmap=__version__, runs=[])
+    for it in flat:
+        name = str(it.path if isinstance(it, LoadedSpec) else it)
+        try:
+            report.runs.extend(verify_spec(it, sizes=sizes, checks=check_set, exhaustive=exhaustive,
+                                           max_rows=max_rows, progress=progress))
+        except (SpecError, WorkTooLarge) as e:
+            report.errors.append(SpecErrorModel(path=name, message=str(e)))
+        except ThreadmapError as e:
+            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}"))
+        except (MemoryError, RecursionError) as e:
+            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): too large to verify "
+                                                                   f"({type(e).__name__})"))
+        except Exception as e:  # noqa: BLE001 - one spec's internal error must not stop the others
+            report.errors.append(SpecErrorModel(path=name, status="internal",
+                                                message=f"{name}: internal error: {type(e).__name__}: {e}"))
+    return report
+
+
+def simulate(spec: SpecLike, *, sizes: Mapping[str, int] | None = None,
+             blocks: Sequence[int] | np.ndarray | None = None,
+             env_index: int = 0) -> list[tuple[AccessTable, AccessTable]]:
+    """The access tables of every copy stage for ``blocks`` (default block 0), under the
+    spec's first size environment (or ``env_index``)."""
+    ms = models(spec, sizes)
+    model = ms[env_index]
+    ids = np.asarray([0] if blocks is None else blocks, dtype=np.int64)
+    if ids.size == 0 or int(ids.min()) < 0 or int(ids.max()) >= model.num_blocks:
+        raise ThreadmapError(f"blocks must lie in [0, {model.num_blocks})")
+    sim = Simulator(model)
+    return [t for t in sim.tables(ids) if not isinstance(t, str)]  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class ShowResult:
+    """``threadmap show``: the text drawings and, on request, an SVG page."""
+
+    text: str
+    svg: str | None
+    tables: list[AccessTable]
+
+
+def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int | None = None, block: int = 0,
+         warp: int = 0, step: int = 0, svg: bool = False) -> ShowResult:
+    """Draw each stage's tiles like CuTe's print_layout (thread/value per cell) and the bank or
+    sector map of one warp instruction."""
+    from threadmap.render import access_map, page_svg, tile_grid
+
+    model = models(spec, sizes)[0]
+    if not 0 <= block < model.num_blocks:
+        raise ThreadmapError(f"--block {block} is outside the grid's {model.num_blocks} blocks")
+    if not 0 <= warp < model.warps:
+        raise ThreadmapError(f"--warp {warp} is outside the CTA's {model.warps} warps")
+    if stage is not None and not any(c.index == stage for c in model.copies()):
+        raise ThreadmapError(f"--stage {stage}: no copy stage with that index "
+                             f"(copies: {', '.join(str(c.index) for c in model.copies())})")
+    sim = Simulator(model)
+    parts: list[str] = []
+    tables: list[AccessTable] = []
+    for cp in model.copies():
+        if stage is not None and cp.index != stage:
+            continue
+        for t in sim.stage_tables(cp, np.array([block])):
+            if t.memory == "register":
+                continue
+            tables.append(t)
+            parts.append(tile_grid(t, block, title=f"stage {t.stage} {t.side}: {t.tensor} ({t.memory})"))
+            if not 0 <= step < t.steps:
+                raise ThreadmapError(f"--step {step} is outside stage {t.stage} {t.side}'s {t.steps} "
+                                     "instructions per thread")
+            parts.append(access_map(t, block, step=step, warp=warp))
+    return ShowResult("\n".join(parts), page_svg(tables, block) if svg else None, tables)
+
+
+def describe_error(e: BaseException) -> str:
+    """One line for an error (the CLI prints it after ``threadmap: error:``)."""
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def jsonable(x: Any) -> Any:
+    """numpy values -> JSON types (for machine-readable dumps of tables)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x

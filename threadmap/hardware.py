@@ -1,0 +1,147 @@
+"""The one hardware model: warps, shared-memory banks and phases, global sectors and lines.
+
+Every part of threadmap that reasons about how a warp instruction is served (the coalescing
+and bank-conflict checks, the renderer's bank and sector maps, the GPU code that compares
+with Nsight Compute) takes its constants and per-instruction definitions from here.
+
+Shared memory (per warp instruction, active lanes only):
+
+* 32 banks of 4-byte words; the word of byte ``a`` is ``a // 4`` and its bank ``word % 32``.
+* An instruction moving ``W`` bytes per lane is served in ``phases(W)`` phases:
+  1 for ``W <= 4``, 2 for 8 bytes, 4 for 16 bytes; phase ``p`` holds the lanes
+  ``[p * 32/P, (p+1) * 32/P)``.  A lane's element of ``e`` bytes at ``a`` occupies the words
+  ``a // 4 .. (a + e - 1) // 4`` (an 8- or 16-byte lane uses 2 or 4 consecutive banks).
+* A phase needs as many wavefronts as the largest number of *distinct* words one bank must
+  serve in it (lanes touching the same word share it: broadcast is free); the instruction's
+  wavefronts are the sum over its phases, its ideal the number of phases with an active lane.
+
+Global memory (per warp instruction, active lanes only):
+
+* Memory moves 32-byte sectors (``byte // 32``) grouped in 128-byte lines (``byte // 128``).
+* ``sectors`` is the number of distinct sectors the requested bytes touch; ``bytes`` the
+  number of distinct bytes requested (a broadcast counts once); ``ideal = ceil(bytes / 32)``.
+* A vector access of ``k`` elements is legal when its bytes are contiguous and its first
+  byte is aligned to the access width.
+
+The pure-Python functions :func:`wavefronts` and :func:`sectors` are the executable
+definitions; the checks' vectorised enumerations must agree with them (tests cross-check).
+The Nsight Compute metric names whose values these definitions predict are in
+:data:`NCU_METRICS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+WARP_SIZE = 32
+NUM_BANKS = 32
+BANK_BYTES = 4
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+#: widest access one lane can make (bytes): ``ld.global.v4.b32`` / ``ld.shared.v4``
+MAX_ACCESS_BYTES = 16
+
+#: Nsight Compute metrics that measure what the definitions here predict
+NCU_METRICS = {
+    "shared_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum",
+    "shared_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum",
+    "global_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum",
+    "global_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum",
+}
+
+
+def phases(access_bytes: int) -> int:
+    """Phases a shared-memory warp instruction of ``access_bytes`` per lane is split into:
+    1 (<= 4 bytes), 2 (8 bytes), 4 (16 bytes)."""
+    return max(1, min(WARP_SIZE, access_bytes // BANK_BYTES))
+
+
+def lanes_per_phase(access_bytes: int) -> int:
+    """Consecutive lanes served together in one phase."""
+    return WARP_SIZE // phases(access_bytes)
+
+
+def bank(byte_address: int) -> int:
+    """The bank of a byte address."""
+    return (byte_address // BANK_BYTES) % NUM_BANKS
+
+
+def words(byte_address: int, elem_bytes: int) -> range:
+    """The 4-byte words an element of ``elem_bytes`` at ``byte_address`` occupies."""
+    return range(byte_address // BANK_BYTES, (byte_address + max(elem_bytes, 1) - 1) // BANK_BYTES + 1)
+
+
+@dataclass(frozen=True)
+class Wavefronts:
+    """One shared-memory warp instruction: ``wavefronts`` and its ``ideal``."""
+
+    wavefronts: int
+    ideal: int
+
+    @property
+    def extra(self) -> int:
+        """Conflict wavefronts: ``wavefronts - ideal``."""
+        return self.wavefronts - self.ideal
+
+
+def bank_requests(lanes: Iterable[tuple[int, int]], elem_bytes: int,
+                  access_bytes: int) -> dict[tuple[int, int], dict[int, set[int]]]:
+    """What one instruction asks of the banks: ``(phase, bank) -> {word: lanes touching it}``;
+    ``lanes`` = (lane in the warp, element byte address) of every active element."""
+    per = lanes_per_phase(access_bytes)
+    served: dict[tuple[int, int], dict[int, set[int]]] = {}
+    for lane, a in lanes:
+        for w in words(a, elem_bytes):
+            served.setdefault((lane // per, w % NUM_BANKS), {}).setdefault(w, set()).add(lane)
+    return served
+
+
+def wavefronts(lanes: Iterable[tuple[int, int]], elem_bytes: int, access_bytes: int) -> Wavefronts:
+    """The definition for one instruction; ``lanes`` = (lane in the warp, element byte
+    address) of every active element (a lane moving a vector lists each element)."""
+    served = bank_requests(lanes, elem_bytes, access_bytes)
+    busy = {p for p, _ in served}
+    wf = sum(max(len(v) for (q, _), v in served.items() if q == p) for p in busy)
+    return Wavefronts(wf, len(busy))
+
+
+@dataclass(frozen=True)
+class Sectors:
+    """One global-memory warp instruction: sectors, lines and bytes touched, and the ideal."""
+
+    sectors: int
+    lines: int
+    bytes: int
+
+    @property
+    def ideal(self) -> int:
+        """``ceil(bytes / 32)``: the sectors a contiguous aligned request of the same size needs."""
+        return -(-self.bytes // SECTOR_BYTES)
+
+
+def sector_bytes(lanes: Iterable[tuple[int, int]], elem_bytes: int) -> dict[int, dict[int, set[int]]]:
+    """What one instruction asks of memory: ``sector -> {lane: byte offsets inside the sector}``;
+    ``lanes`` = (lane in the warp, element byte address) of every active element."""
+    out: dict[int, dict[int, set[int]]] = {}
+    for lane, a in lanes:
+        for b in range(a, a + max(elem_bytes, 1)):
+            out.setdefault(b // SECTOR_BYTES, {}).setdefault(lane, set()).add(b % SECTOR_BYTES)
+    return out
+
+
+def sectors(addresses: Iterable[int], elem_bytes: int) -> Sectors:
+    """The definition for one instruction; ``addresses`` = byte address of every active element."""
+    req = sector_bytes(((0, a) for a in set(addresses)), elem_bytes)
+    used = {s * SECTOR_BYTES + o for s, lanes in req.items() for offs in lanes.values() for o in offs}
+    return Sectors(len(req), len({s * SECTOR_BYTES // LINE_BYTES for s in req}), len(used))
+
+
+def access_legal(byte_addresses: list[int], elem_bytes: int) -> bool:
+    """Whether one vector access (its elements' addresses in lane order) is contiguous and
+    aligned to its width."""
+    if not byte_addresses:
+        return True
+    width = len(byte_addresses) * elem_bytes
+    a0 = byte_addresses[0]
+    return a0 % width == 0 and all(a == a0 + i * elem_bytes for i, a in enumerate(byte_addresses))

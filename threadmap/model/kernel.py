@@ -1,0 +1,590 @@
+"""spec -> model: a loaded spec bound to one size environment.
+
+:func:`build_model` evaluates the spec's expression trees and layout templates under one
+size environment and builds the real objects (layouts, tiled copies, tiled MMAs, CUTLASS
+thread maps) and each side's tile-local partition.  Everything the C++ compiler would reject
+(a thread map's static_assert, an unknown copy atom, a value-count mismatch between the two
+sides of a copy) is a :class:`~threadmap.errors.SpecError` located at the offending field
+(``FILE:LINE:COL: field.path: message``).  Before anything is allocated, the model bounds
+every tile coordinate and byte address with interval arithmetic and refuses specs whose
+addresses would leave the signed 64-bit range.
+
+The model is what the simulator, the checks and (later) the prover and the GPU code read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from math import gcd
+from typing import Any, Literal
+
+import numpy as np
+
+import threadmap.layout as L
+from threadmap.cutlass import THREAD_MAPS
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.model.partition import (
+    LocalPartition,
+    common_vector,
+    mma_partition,
+    register_partition,
+    thread_layout_partition,
+    thread_map_partition,
+    tiled_copy_partition,
+)
+from threadmap.spec.expr import BLOCK_NAMES, Affine, Expr, Interval, NotAffine
+from threadmap.spec.load import LoadedSpec
+from threadmap.spec.schema import ELEMENT_BITS, Copy, Side
+
+Memory = Literal["global", "shared", "register"]
+Which = Literal["src", "dst"]
+
+#: every byte address the simulator computes stays below this (int64 arithmetic, with room)
+MAX_ADDRESS = 2**62
+#: elements of one side's tile-local partition (threads x values)
+MAX_PARTITION = 1 << 24
+
+
+@dataclass(frozen=True)
+class TensorModel:
+    """A tensor bound to sizes: its layout (logical coordinate -> element offset), logical
+    extents, element width, the shared buffer it views, and where its bytes start."""
+
+    name: str
+    memory: Literal["global", "shared"]
+    layout: Any                  # Layout or ComposedLayout
+    shape: tuple[int, ...]       # extents of the top-level modes (bounds for predicates)
+    elem_bits: int
+    buffer: str                  # the buffer (aliases share their root's)
+    base: int                    # byte address of element offset 0
+    offset: int                  # element offset of this view inside its buffer
+    align: int
+    size_names: dict[int, str]   # top-level mode -> size name, where the extent is one name
+    path: tuple[Any, ...]
+
+    @property
+    def elem_bytes(self) -> int:
+        return max(1, self.elem_bits // 8)
+
+    @property
+    def strides(self) -> tuple[int, ...] | None:
+        """Integer strides when the layout is affine in the top-level coordinates (a plain
+        layout whose top-level modes are integers): ``offset = sum c_k * d_k``."""
+        lay = self.layout
+        if not isinstance(lay, L.Layout):
+            return None
+        shp, std = lay.shape, lay.stride
+        shp = shp if isinstance(shp, tuple) else (shp,)
+        std = std if isinstance(std, tuple) else (std,)
+        if all(isinstance(s, int) for s in shp) and all(type(d) is int for d in std):
+            return tuple(std)
+        return None
+
+
+@dataclass(frozen=True)
+class SideModel:
+    """One side of a copy stage bound to sizes."""
+
+    stage: int
+    which: Which
+    path: tuple[Any, ...]
+    memory: Memory
+    name: str                     # tensor or register-fragment name
+    tensor: TensorModel | None
+    partition: LocalPartition
+    tile: tuple[int, ...]         # CTA tile extents (the whole tensor when no tile)
+    at: tuple[Expr, ...] | None   # tile coordinate expressions (None: origin 0)
+    at_affine: tuple[Affine, ...] | None  # the same, as affine forms in bx, by, bz (None: not affine)
+    elem_bits: int
+    instruction: str              # what one instruction is (atom, vector width) for reports
+
+    @property
+    def elem_bytes(self) -> int:
+        return max(1, self.elem_bits // 8)
+
+    @property
+    def vec(self) -> int:
+        return self.partition.vec
+
+    @property
+    def access_bits(self) -> int:
+        return self.vec * self.elem_bits
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Bounds of the accessed coordinates: the tensor's extents (registers: (T, V))."""
+        if self.tensor is not None:
+            return self.tensor.shape
+        return (self.partition.threads, self.partition.values)
+
+
+@dataclass(frozen=True)
+class CopyModel:
+    index: int
+    name: str | None
+    src: SideModel
+    dst: SideModel
+    predicate: Literal["none", "bounds", "vector"]
+
+    def sides(self) -> tuple[SideModel, SideModel]:
+        return (self.src, self.dst)
+
+
+StageModel = CopyModel | Literal["barrier"]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The spec's ``expect`` block, normalised for the checks."""
+
+    verdict: Literal["pass", "fail"]
+    transform: Literal["copy", "transpose"] | None
+    replication: bool
+    bank_conflicts: int | None
+    sector_ratio_load: float | None
+    sector_ratio_store: float | None
+    vector_bits: int | None
+    failing_checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    """A spec bound to one size environment: threads, grid, tensors and stages."""
+
+    loaded: LoadedSpec
+    env: dict[str, int]
+    threads: int
+    grid: tuple[int, int, int]
+    tensors: dict[str, TensorModel]
+    stages: tuple[StageModel, ...]
+    expect: Expectation
+    input: str | None
+    output: str | None
+    coord_bounds: dict[tuple[int, str], tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.loaded.spec.name
+
+    @property
+    def num_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def warps(self) -> int:
+        return -(-self.threads // 32)
+
+    def copies(self) -> list[CopyModel]:
+        return [s for s in self.stages if isinstance(s, CopyModel)]
+
+    def sides(self) -> list[SideModel]:
+        return [sd for c in self.copies() for sd in c.sides()]
+
+    def block_coords(self, blocks: np.ndarray) -> dict[str, np.ndarray]:
+        """``bx, by, bz`` of linear block ids (``bx`` fastest, as blockIdx linearises)."""
+        gx, gy, _ = self.grid
+        return {"bx": blocks % gx, "by": (blocks // gx) % gy, "bz": blocks // (gx * gy)}
+
+    def origins(self, side: SideModel, blocks: np.ndarray) -> np.ndarray:
+        """(nb, R) tile origins ``at * tile`` of ``blocks`` (zeros for sides without a tile)."""
+        R = len(side.tile)
+        out = np.zeros((blocks.shape[0], R), dtype=np.int64)
+        if side.at is None:
+            return out
+        env: dict[str, Any] = {**self.env, **self.block_coords(blocks)}
+        for k, (e, t) in enumerate(zip(side.at, side.tile, strict=True)):
+            out[:, k] = np.asarray(e.apply(env), dtype=np.int64) * t
+        return out
+
+    def where(self, path: Sequence[Any]) -> str:
+        return self.loaded.where(*path)
+
+    def stage_line(self, index: int) -> int | None:
+        try:
+            return int(self.loaded.where("stages", index).rsplit(":", 2)[1])
+        except (ValueError, IndexError, KeyError, TypeError):
+            return None
+
+
+# ----------------------------------------------------------------------------- building
+
+
+class _Builder:
+    def __init__(self, loaded: LoadedSpec, env: Mapping[str, int]) -> None:
+        self.loaded = loaded
+        self.spec = loaded.spec
+        self.parsed = loaded.parsed
+        self.env = dict(env)
+        self.note = "".join(f" with {k}={v}" for k, v in self.env.items()
+                            if not isinstance(self.spec.sizes.get(k), int))
+
+    def fail(self, path: Sequence[Any], msg: str) -> SpecError:
+        return self.loaded.error(tuple(path), msg + (f" ({self.note.strip()})" if self.note else ""))
+
+    def ev(self, e: Expr, path: Sequence[Any], env: Mapping[str, int] | None = None) -> int:
+        try:
+            return e.eval(self.env if env is None else env)
+        except SpecError as ex:
+            raise self.fail(path, str(ex)) from None
+
+    def layout(self, tmpl: Any, path: Sequence[Any]) -> Any:
+        try:
+            return tmpl.bind(self.env)
+        except (ThreadmapError, ValueError, ArithmeticError, RecursionError) as ex:
+            raise self.fail(path, str(ex)) from None
+
+    # -- top level -------------------------------------------------------------------------
+    def build(self) -> KernelModel:
+        threads = self.ev(self.parsed.threads, ("threads",))
+        grid = [self.ev(g, ("grid", i)) for i, g in enumerate(self.parsed.grid)]
+        grid += [1] * (3 - len(grid))
+        tensors = {n: self.tensor(n) for n in self.spec.tensors}
+        stages: list[StageModel] = []
+        fragments: dict[str, int] = {}
+        for i, st in enumerate(self.spec.stages):
+            if not isinstance(st, Copy):
+                stages.append("barrier")
+                continue
+            stages.append(self.copy(i, st, threads, tensors, fragments))
+        exp = self.spec.expect
+        spr = exp.sectors_per_request
+        load = spr if isinstance(spr, (int, float)) else (spr.load if spr is not None else None)
+        store = spr if isinstance(spr, (int, float)) else (spr.store if spr is not None else None)
+        expect = Expectation(exp.verdict, None if exp.transform == "none" else exp.transform,
+                             exp.coverage == "replicated", exp.bank_conflicts, load, store,
+                             exp.vector_bits, tuple(exp.failing_checks))
+        copies = [s for s in stages if isinstance(s, CopyModel)]
+        inp = next((c.src.name for c in copies if c.src.memory == "global"), None)
+        out = next((c.dst.name for c in reversed(copies) if c.dst.memory == "global"), None)
+        model = KernelModel(self.loaded, self.env, threads, (grid[0], grid[1], grid[2]), tensors,
+                            tuple(stages), expect, inp, out)
+        self.bound_addresses(model)
+        return model
+
+    def tensor(self, name: str) -> TensorModel:
+        t = self.spec.tensors[name]
+        path = ("tensors", name, "layout")
+        tmpl = self.parsed.tensors[name]
+        lay = self.layout(tmpl, path)
+        inner = lay.layout_b if isinstance(lay, L.ComposedLayout) else lay
+        if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
+            raise self.fail(path, "a tensor layout needs integer strides (basis strides such as 1@0 "
+                                  "make coordinate tensors, not memory)")
+        shape = tuple(int(x) for x in L.product_each(L.shape(lay)))
+        root, seen = name, {name}
+        while self.spec.tensors[root].alias:
+            root = self.spec.tensors[root].alias  # type: ignore[assignment]
+            if root in seen:
+                raise self.fail(("tensors", name, "alias"), f"alias cycle through {root!r}")
+            seen.add(root)
+        bits = ELEMENT_BITS[t.element or self.spec.element]
+        base = t.align if t.memory == "global" else 0
+        return TensorModel(name, t.memory, lay, shape, bits, root, base, t.offset, t.align,
+                           dict(tmpl.mode_names), path)
+
+    # -- stages ------------------------------------------------------------------------------
+    def copy(self, i: int, st: Copy, threads: int, tensors: dict[str, TensorModel],
+             fragments: dict[str, int]) -> CopyModel:
+        cp = st.copy_
+        base = ("stages", i, "copy")
+        parts: dict[str, LocalPartition | None] = {}
+        for which in ("src", "dst"):
+            side: Side = getattr(cp, which)
+            parts[which] = None if side.registers is not None and not self._has_partition(side) \
+                else self.partition(i, which, side, threads, tensors)
+        memory_parts = {w: p for w, p in parts.items() if p is not None}
+        if not memory_parts:
+            raise self.fail(base, "a copy needs at least one side in memory (a tensor)")
+        nvals = {w: p.values for w, p in memory_parts.items()}
+        if len(set(nvals.values())) > 1:
+            raise self.fail((*base, "dst"), f"source and destination give each thread a different "
+                                            f"number of values ({nvals['src']} vs {nvals['dst']}): element "
+                                            "i of a thread's src fragment is copied to element i of its dst")
+        nv = next(iter(nvals.values()))
+        vecs = self.vectors(i, cp, memory_parts, tensors)
+        sides: dict[str, SideModel] = {}
+        for which in ("src", "dst"):
+            side = getattr(cp, which)
+            path = (*base, which)
+            part = parts[which]
+            if side.registers is not None:
+                name = side.registers
+                if which == "src":
+                    have = fragments.get(name)
+                    if have is None:
+                        raise self.fail((*path, "registers"), f"register fragment {name!r} is read before "
+                                                              "any stage writes it")
+                    if have != nv:
+                        raise self.fail((*path, "registers"), f"register fragment {name!r} holds {have} "
+                                                              f"values per thread, this copy moves {nv}")
+                else:
+                    fragments[name] = nv
+                other = vecs["dst" if which == "src" else "src"]
+                reg = register_partition(threads, nv, other)
+                sides[which] = SideModel(i, which, path, "register", name, None, reg, (threads, nv), None,
+                                         None, self._elem_bits(memory_parts, cp, tensors), "registers")
+                continue
+            assert part is not None and side.tensor is not None
+            t = tensors[side.tensor]
+            sides[which] = SideModel(i, which, path, t.memory, t.name, t, part.with_vec(vecs[which]),
+                                     self.tile(i, which, side, t), self.parsed.sides[(i, which)].at,
+                                     self.affine_at(i, which), t.elem_bits,
+                                     self.describe(side, vecs[which] * t.elem_bits))
+        return CopyModel(i, cp.name, sides["src"], sides["dst"], cp.predicate)
+
+    @staticmethod
+    def _has_partition(side: Side) -> bool:
+        return any(getattr(side, p) is not None for p in ("threads", "tiled_copy", "thread_map", "mma"))
+
+    def _elem_bits(self, parts: Mapping[str, Any], cp: Any, tensors: dict[str, TensorModel]) -> int:
+        for which in parts:
+            name = getattr(cp, which).tensor
+            if name is not None:
+                return tensors[name].elem_bits
+        return ELEMENT_BITS[self.spec.element]
+
+    @staticmethod
+    def describe(side: Side, bits: int) -> str:
+        if side.tiled_copy is not None:
+            return f"{side.tiled_copy.atom}, {bits}-bit"
+        if side.thread_map is not None:
+            return f"{side.thread_map.name}, {bits}-bit"
+        if side.mma is not None:
+            return f"{side.mma.atom} operand {side.mma.operand}, {bits}-bit"
+        return f"{bits}-bit"
+
+    def tile(self, i: int, which: str, side: Side, t: TensorModel) -> tuple[int, ...]:
+        ps = self.parsed.sides[(i, which)]
+        if ps.tile is None:
+            return t.shape
+        return tuple(self.ev(e, ("stages", i, "copy", which, "tile", j)) for j, e in enumerate(ps.tile))
+
+    def affine_at(self, i: int, which: str) -> tuple[Affine, ...] | None:
+        ps = self.parsed.sides[(i, which)]
+        if ps.at is None:
+            return None
+        try:
+            return tuple(Affine.of(e, BLOCK_NAMES, self.env) for e in ps.at)
+        except (NotAffine, ZeroDivisionError):
+            return None
+
+    def partition(self, i: int, which: str, side: Side, threads: int,
+                  tensors: dict[str, TensorModel]) -> LocalPartition:
+        path = ("stages", i, "copy", which)
+        ps = self.parsed.sides[(i, which)]
+        if side.tensor is None:
+            raise self.fail(path, "a register side takes its structure from the other side; "
+                                  "give the partition on the tensor side")
+        t = tensors[side.tensor]
+        tile = self.tile(i, which, side, t)
+        est = threads * max(1, int(np.prod(tile, dtype=object)) // max(1, threads))
+        if est > MAX_PARTITION:
+            raise self.fail((*path, "tile"), f"the tile has {int(np.prod(tile, dtype=object))} elements; "
+                                             f"threadmap simulates at most {MAX_PARTITION} per tile")
+        try:
+            if side.threads is not None:
+                thr = self.layout(ps.layouts["threads"], (*path, "threads"))
+                if L.size(thr) != threads:
+                    raise self.fail((*path, "threads"), f"thread layout has {L.size(thr)} threads, but "
+                                                        f"threads = {threads}")
+                part = thread_layout_partition(tile, thr, threads)
+            elif side.tiled_copy is not None:
+                tcs = side.tiled_copy
+                thr = self.layout(ps.layouts["tiled_copy.threads"], (*path, "tiled_copy", "threads"))
+                val = self.layout(ps.layouts["tiled_copy.values"], (*path, "tiled_copy", "values"))
+                try:
+                    op = L.get_copy_op(tcs.atom)
+                except ThreadmapError as ex:
+                    raise self.fail((*path, "tiled_copy", "atom"), str(ex)) from None
+                tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
+                if tc.tiled_num_thr != threads:
+                    raise self.fail((*path, "tiled_copy", "threads"), f"tiled copy has {tc.tiled_num_thr} "
+                                                                      f"threads, but threads = {threads}")
+                part = tiled_copy_partition(tile, tc, which, threads)
+            elif side.thread_map is not None:
+                part = self.thread_map(path, side, tile, threads)
+            elif side.mma is not None:
+                m = side.mma
+                try:
+                    atom = L.get_mma_atom(m.atom)
+                except ThreadmapError as ex:
+                    raise self.fail((*path, "mma", "atom"), str(ex)) from None
+                mma = L.make_tiled_mma(atom, self.layout(ps.layouts["mma.atom_layout"],
+                                                         (*path, "mma", "atom_layout")))
+                if mma.size() != threads:
+                    raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
+                                                                   f"but threads = {threads}")
+                part = mma_partition(tile, mma, m.operand, threads)
+            else:
+                raise self.fail(path, "a tensor side needs a partition: threads, tiled_copy, thread_map "
+                                      "or mma")
+        except SpecError:
+            raise
+        except (ThreadmapError, ValueError, ArithmeticError, IndexError, RecursionError) as ex:
+            raise self.fail(path, f"cannot partition the tile {tile}: {ex}") from None
+        if part.rank != len(tile):
+            raise self.fail(path, f"the partition gives rank-{part.rank} coordinates for a "
+                                  f"rank-{len(tile)} tile")
+        return part
+
+    def thread_map(self, path: Sequence[Any], side: Side, tile: tuple[int, ...],
+                   threads: int) -> LocalPartition:
+        tm_spec = side.thread_map
+        assert tm_spec is not None
+        p = (*path, "thread_map")
+        cls = THREAD_MAPS.get(tm_spec.name)
+        if cls is None:
+            raise self.fail((*p, "name"), f"unknown thread map {tm_spec.name!r}; known: "
+                                          f"{', '.join(THREAD_MAPS)}")
+        if tm_spec.name.startswith("Transpose"):
+            raise self.fail((*p, "name"), f"{tm_spec.name} wraps another thread map and cannot be given "
+                                          "by name and parameters here")
+        args: list[Any] = [tuple(tm_spec.shape), tm_spec.threads]
+        if tm_spec.warp_thread_arrangement is not None:
+            args.append(tuple(tm_spec.warp_thread_arrangement))
+        args.append(tm_spec.elements_per_access)
+        try:
+            tm = cls(*args)
+        except TypeError:
+            what = "missing" if len(args) == 3 else "not used"
+            raise self.fail(p, f"{tm_spec.name} takes other template parameters "
+                               f"(warp_thread_arrangement {what})") from None
+        except ThreadmapError as ex:
+            raise self.fail(p, str(ex)) from None
+        if tm.threads != threads:
+            raise self.fail((*p, "threads"), f"thread map has {tm.threads} threads, but threads = {threads}")
+        if len(tile) != 2:
+            raise self.fail(p, "a CUTLASS pitch-linear thread map partitions a rank-2 tile")
+        return thread_map_partition(tm, tm_spec.contiguous_mode)
+
+    def vectors(self, i: int, cp: Any, parts: Mapping[str, LocalPartition],
+                tensors: dict[str, TensorModel]) -> dict[str, int]:
+        """Elements one instruction moves on each side.
+
+        Sized copy atoms (``UniversalCopy<uint32_t>``, cp.async, ldmatrix) move their
+        ``NumValSrc``/``NumValDst`` values; CUTLASS thread maps ``ElementsPerAccess``;
+        auto-vectorizing atoms the largest vector common to both sides (CuTe's
+        ``max_common_vector`` on one thread's fragments) capped by the atom's assumed
+        alignment; a plain ``threads`` partition is scalar unless the copy gives
+        ``vector_bits``; a predicated copy of plain partitions is element by element
+        (``copy_if``)."""
+        sides = {w: getattr(cp, w) for w in ("src", "dst")}
+        fixed: dict[str, int] = {}
+        caps: list[int] = []
+        for w, p in parts.items():
+            s = sides[w]
+            if s.thread_map is not None or (s.tiled_copy is not None and not _auto(s.tiled_copy.atom)):
+                fixed[w] = p.vec
+            elif s.tiled_copy is not None:
+                caps.append(_auto_bits(s.tiled_copy.atom))
+        out = dict(fixed)
+        rest = [w for w in parts if w not in fixed]
+        if rest:
+            if fixed:  # the sized side's instruction drives the copy
+                vec = max(fixed.values())
+            else:
+                cap = min(caps) if caps else (None if cp.predicate != "none" else cp.vector_bits)
+                vec = 1 if cap is None else self.common_vector(parts, sides, tensors, cap)
+            for w in rest:
+                out[w] = vec
+        for w in ("src", "dst"):
+            if w not in out:
+                out[w] = out["dst" if w == "src" else "src"]
+        return out
+
+    @staticmethod
+    def common_vector(parts: Mapping[str, LocalPartition], sides: Mapping[str, Side],
+                      tensors: dict[str, TensorModel], cap_bits: int) -> int:
+        """The widest vector both sides' thread-0 fragments allow, capped at ``cap_bits``."""
+        nv = next(iter(parts.values())).values
+        offs = []
+        bits = min(tensors[sides[w].tensor].elem_bits for w in parts)  # type: ignore[index]
+        for w in ("src", "dst"):
+            s = sides[w]
+            if s.tensor is None or w not in parts:
+                offs.append(np.arange(nv))
+                continue
+            c = parts[w].coord[0]
+            lay = tensors[s.tensor].layout
+            off = lay(tuple(c[:, k] for k in range(c.shape[1])))
+            offs.append(np.asarray(off, dtype=np.int64).reshape(-1))
+        vbits = gcd(common_vector(offs) * bits, cap_bits)
+        return max(1, vbits // bits) if vbits % 8 == 0 else 1
+
+    # -- bounds ------------------------------------------------------------------------------
+    def bound_addresses(self, model: KernelModel) -> None:
+        """Interval bounds of every side's coordinates and byte addresses over the whole grid;
+        refuse (SpecError) what could leave the 64-bit range of the simulator."""
+        box = {n: Interval(0, g - 1) for n, g in zip(BLOCK_NAMES, model.grid, strict=True)}
+        for side in model.sides():
+            if side.tensor is None:
+                continue
+            c = side.partition.coord
+            lo_loc = c.min(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
+            hi_loc = c.max(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
+            bounds = []
+            for k, t in enumerate(side.tile):
+                if side.at is None:
+                    o = Interval(0, 0)
+                else:
+                    try:
+                        o = Interval.lift(side.at[k].apply({**self.env, **box})) * t
+                    except ZeroDivisionError:
+                        raise self.fail((*side.path, "at", k), "a divisor of this expression can be 0 "
+                                                               "for some block") from None
+                bounds.append((o.lo + int(lo_loc[k]), o.hi + int(hi_loc[k])))
+            model.coord_bounds[(side.stage, side.which)] = tuple(bounds)
+            reach = _offset_reach(side.tensor.layout, bounds) + side.tensor.offset
+            top = side.tensor.base + reach * side.tensor.elem_bytes
+            if top >= MAX_ADDRESS:
+                raise self.fail((*side.path, "tensor"), f"byte addresses of {side.name!r} reach about 2^"
+                                                        f"{top.bit_length()} over the grid; threadmap "
+                                                        "computes addresses in 64-bit integers (limit 2^62)")
+
+
+def _auto(atom: str) -> bool:
+    name = atom.replace(" ", "").removeprefix("cute::")
+    return name.startswith("AutoVectorizingCopy") or name == "DefaultCopy"
+
+
+def _auto_bits(atom: str) -> int:
+    name = atom.replace(" ", "").removeprefix("cute::")
+    if name == "DefaultCopy":
+        return 8
+    if "<" in name:
+        digits = "".join(ch for ch in name.split("<", 1)[1] if ch.isdigit())
+        return int(digits) if digits else 128
+    return 128
+
+
+def _leaves(t: Any) -> list[Any]:
+    if isinstance(t, tuple):
+        return [x for m in t for x in _leaves(m)]
+    return [t]
+
+
+def _offset_reach(layout: Any, bounds: Sequence[tuple[int, int]]) -> int:
+    """An upper bound of ``|offset|`` for coordinates within ``bounds`` (per top-level mode),
+    for any layout: every flattened mode's stride times the largest coordinate that can reach
+    it (a nested mode's last sub-mode takes the quotient, so it is bounded by the coordinate)."""
+    inner = layout.layout_b if hasattr(layout, "layout_b") else layout
+    total = 0
+    shp = inner.shape if isinstance(inner.shape, tuple) else (inner.shape,)
+    std = inner.stride if isinstance(inner.stride, tuple) else (inner.stride,)
+    for k, (s, d) in enumerate(zip(shp, std, strict=True)):
+        c = max(abs(bounds[k][0]), abs(bounds[k][1])) if k < len(bounds) else 0
+        for ds in _leaves(d):
+            total += abs(int(ds)) * (c + 1) if isinstance(ds, int) else 0
+        del s
+    if hasattr(layout, "layout_a"):
+        # A(O + B(c)): a swizzle keeps x < 2^k inside [0, 2^k) for k >= its own width
+        total += abs(int(getattr(layout, "offset", 0)))
+        nbits = getattr(layout.layout_a, "nbits", 0)
+        total = 2 * max(total, 1 << nbits) if isinstance(nbits, int) else total
+    return total
+
+
+def build_model(loaded: LoadedSpec, env: Mapping[str, int]) -> KernelModel:
+    """Bind ``loaded`` to the size environment ``env`` (see the module docstring)."""
+    return _Builder(loaded, env).build()

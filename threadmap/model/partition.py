@@ -1,0 +1,141 @@
+"""Tile-local partitions: for every thread and value, the coordinate inside the CTA tile.
+
+Partitions follow CuTe and CUTLASS exactly by evaluating the real algebra on identity
+tensors:
+
+* ``threads``: ``local_partition(make_identity_tensor(tile), thr_layout, t)``;
+* ``tiled_copy``: ``make_tiled_copy(Copy_Atom<atom, T>, thr, val).get_slice(t).partition_S/D``;
+* ``mma``: ``make_tiled_mma(atom, atom_layout).get_slice(t).partition_A/B/C``;
+* ``thread_map``: the CUTLASS thread map's ``coordinates()`` (iterator order).
+
+The result is block-independent: a block's accesses are the tile origin plus these
+coordinates.  Values are numbered in the fragment's order (CuTe: colexicographic over the
+partition's shape; CUTLASS: the iterator's strided, contiguous, element loops), and every
+partition here groups them so that value ``v`` belongs to instruction ``v // vec`` at vector
+lane ``v % vec`` (see :class:`LocalPartition`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import threadmap.layout as L
+
+
+@dataclass(frozen=True)
+class LocalPartition:
+    """Tile-local accesses of one side of a copy.
+
+    ``coord``: int64 ``(T, V, R)`` coordinates inside the tile (for a register side:
+    ``(T, V, 2)`` = (thread, value)); value ``v`` of a thread is moved by its instruction
+    ``v // vec`` as element ``v % vec`` of a ``vec``-element vector access.
+    """
+
+    coord: np.ndarray
+    vec: int
+
+    @property
+    def threads(self) -> int:
+        return int(self.coord.shape[0])
+
+    @property
+    def values(self) -> int:
+        return int(self.coord.shape[1])
+
+    @property
+    def rank(self) -> int:
+        return int(self.coord.shape[2])
+
+    def with_vec(self, vec: int) -> LocalPartition:
+        return LocalPartition(self.coord, vec)
+
+
+def all_threads(part: Callable[[Any], Any], threads: int, rank: int) -> np.ndarray:
+    """(T, V, rank) tile coordinates of every thread's partition of an identity tensor.
+
+    A partition's layout is the same for every thread; only its offset depends on the
+    thread, so one evaluation with a numpy array of thread ids gives all offsets at once.
+    Falls back to one evaluation per thread where a partition needs an integer thread id.
+    """
+    try:
+        p = part(np.arange(threads))
+        return _coords(p, rank, threads)
+    except (TypeError, ValueError, IndexError):
+        return np.stack([_coords(part(t), rank, 1)[0] for t in range(threads)])
+
+
+def _coords(p: Any, rank: int, threads: int) -> np.ndarray:
+    """``offset(thread) + layout(v)`` of an identity-tensor partition, per coordinate mode."""
+    n = L.size(p.layout)
+    vals = L.ArithTuple.of(L.Tensor(p.layout, L.ArithTuple({}))(np.arange(n)) if n > 1 else
+                           L.Tensor(p.layout, L.ArithTuple({}))(0))
+    off = L.ArithTuple.of(p.offset)
+    out = np.empty((threads, n, rank), dtype=np.int64)
+    for k in range(rank):
+        o = np.broadcast_to(np.asarray(off.get((k,)), dtype=np.int64), (threads,))
+        v = np.broadcast_to(np.asarray(vals.get((k,)), dtype=np.int64), (n,))
+        out[:, :, k] = o[:, None] + v[None, :]
+    return out
+
+
+def thread_layout_partition(tile: tuple[int, ...], thr: Any, threads: int) -> LocalPartition:
+    """``local_partition(identity(tile), thr, t)``: one scalar access per value."""
+    ident = L.make_identity_tensor(tile)
+    return LocalPartition(all_threads(lambda t: L.local_partition(ident, thr, t), threads, len(tile)), 1)
+
+
+def tiled_copy_partition(tile: tuple[int, ...], tc: Any, which: str, threads: int) -> LocalPartition:
+    """``tiled_copy.get_slice(t).partition_S/D(identity(tile))``; the fragment's first mode is
+    ``(AtomVal, RestVal)``, so one instruction moves the atom's ``NumValSrc``/``NumValDst``
+    values (``vec``), which come first in the value order."""
+    ident = L.make_identity_tensor(tile)
+    method = "partition_S" if which == "src" else "partition_D"
+    coord = all_threads(lambda t: getattr(tc.get_slice(t), method)(ident), threads, len(tile))
+    vec = int(tc.atom.num_val_src if which == "src" else tc.atom.num_val_dst)
+    if vec < 1 or coord.shape[1] % vec:
+        # an atom whose source and reference value counts differ (ldmatrix): the fragment's
+        # atom-value mode is what one instruction of this thread moves
+        vec = int(L.size(getattr(tc.get_slice(0), method)(ident).layout[0][0]))
+    return LocalPartition(coord, max(1, vec))
+
+
+def mma_partition(tile: tuple[int, ...], mma: Any, operand: str, threads: int) -> LocalPartition:
+    """``tiled_mma.get_slice(t).partition_A/B/C(identity(tile))``: one scalar access per value."""
+    ident = L.make_identity_tensor(tile)
+    coord = all_threads(lambda t: getattr(mma.get_slice(t), f"partition_{operand}")(ident), threads,
+                        len(tile))
+    return LocalPartition(coord, 1)
+
+
+def thread_map_partition(tm: Any, contiguous_mode: int) -> LocalPartition:
+    """A CUTLASS thread map's ``coordinates()`` as tile coordinates: ``(T, Its, Itc, [ts,] epa, 2)``
+    of (contiguous, strided), flattened in iterator order; ``contiguous_mode`` says which
+    tensor mode is CUTLASS's contiguous one.  One access moves ``elements_per_access``."""
+    co = tm.coordinates()
+    epa = int(co.shape[-2])
+    flat = co.reshape(co.shape[0], -1, 2)
+    c = np.stack([flat[..., 1], flat[..., 0]], axis=-1) if contiguous_mode == 1 else flat.copy()
+    return LocalPartition(c.astype(np.int64), epa)
+
+
+def register_partition(threads: int, values: int, vec: int) -> LocalPartition:
+    """A register fragment: (thread, value) -> (thread, value)."""
+    t, v = np.meshgrid(np.arange(threads), np.arange(values), indexing="ij")
+    return LocalPartition(np.stack([t, v], axis=-1).astype(np.int64), vec)
+
+
+def common_vector(offsets: list[np.ndarray]) -> int:
+    """The largest power of two ``k`` dividing the value count such that every aligned run of
+    ``k`` values is contiguous in every one of ``offsets`` (value order): CuTe's
+    ``max_common_vector`` measured on one thread's fragments."""
+    nv = int(offsets[0].size)
+    best, k = 1, 2
+    while k <= nv:
+        if nv % k == 0 and all(bool(np.all(np.diff(o.reshape(-1, k), axis=1) == 1)) for o in offsets):
+            best = k
+        k *= 2
+    return best

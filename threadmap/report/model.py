@@ -1,0 +1,227 @@
+"""The report model: what a verification run returns, as pydantic models.
+
+The checks fill :class:`CheckResult` s (a typed summary per check, the findings with their
+concrete witnesses); :func:`threadmap.api.verify` returns a :class:`VerifyReport`; the
+terminal table, JSON, JUnit and SARIF formats, and the HTTP service, all read these models.
+``VerifyReport.model_json_schema()`` documents the JSON output.
+
+Counts in summaries are whole-grid totals.  ``totals`` says how they were obtained:
+``enumerated`` (every block simulated), ``tiling`` (representative blocks simulated, the
+rest by the tiling argument: blocks that differ by a translation of their tile, with the
+same predicates and the same address alignment, have the same counts), or ``partial``
+(only the simulated blocks; the argument did not apply and enumerating was too large).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["PASS", "FAIL", "SKIP"]
+Severity = Literal["error", "warning", "info"]
+Totals = Literal["enumerated", "tiling", "partial"]
+
+#: findings kept per result; ``CheckResult.total_findings`` counts all of them
+MAX_FINDINGS = 20
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Finding(_Model):
+    """One violation (or, with severity ``info``/``warning``, one notable instance).
+
+    ``witness`` holds the concrete evidence: ``block``, ``thread``, ``step``, ``value``,
+    ``element`` (position in the vector access), ``warp_lane``, ``coordinate``, ``offset``,
+    ``address``, ``predicate``; for pairs, ``first`` and ``second`` with those keys.
+    """
+
+    check: str
+    kind: str
+    message: str
+    witness: dict[str, Any] = Field(default_factory=dict)
+    stage: int | None = None
+    side: str | None = None
+    severity: Severity = "error"
+
+
+class CoverageSummary(_Model):
+    check: Literal["coverage"] = "coverage"
+    blocks: int = Field(description="blocks whose tiles were counted (whole grid)")
+    tile: tuple[int, ...]
+    elements: int = Field(description="in-bounds tile cells over all blocks")
+    accesses: int = Field(description="accesses counted (active, in the tile, in bounds)")
+    missing: int
+    duplicate_cells: int
+    duplicates: int
+    out_of_tile: int
+    out_of_bounds: int = Field(description="accesses outside the tensor (a finding on shared sides)")
+    replication: int
+
+
+class GridCoverageSummary(_Model):
+    check: Literal["grid_coverage"] = "grid_coverage"
+    elements: int
+    accesses: int
+    covered: int
+    missing: int
+    duplicates: int
+    out_of_bounds: int
+    replication: int
+    aliased: int = Field(0, description="written elements sharing their address with another written element")
+
+
+class PredicatesSummary(_Model):
+    check: Literal["predicates"] = "predicates"
+    shape: tuple[int, ...]
+    out_of_bounds: int
+    lost: int
+    straddling: int
+    straddling_masked: int
+    straddling_oob: int
+    precondition: list[str] = Field(default_factory=list)
+
+
+class CoalescingSummary(_Model):
+    check: Literal["coalescing"] = "coalescing"
+    requests: int
+    sectors: int
+    ideal_sectors: int
+    lines: int
+    bytes: int
+    misaligned: int
+    sectors_per_request: float
+    ideal_sectors_per_request: float
+    ratio: float
+    access_bits: int
+    worst: dict[str, Any] | None = None
+
+
+class BankSummary(_Model):
+    check: Literal["bank_conflicts"] = "bank_conflicts"
+    instructions: int
+    wavefronts: int
+    ideal_wavefronts: int
+    extra_wavefronts: int
+    conflicted_instructions: int
+    max_wavefronts: int
+    phases: int
+    access_bits: int
+    worst: dict[str, Any] | None = None
+
+
+class VectorizeSummary(_Model):
+    check: Literal["vectorize"] = "vectorize"
+    declared_bits: int
+    declared_legal: bool
+    max_legal_bits: int
+    widest_histogram: dict[int, int] = Field(default_factory=dict, description="bits -> threads")
+    illegal_accesses: int
+
+
+class DataflowSummary(_Model):
+    check: Literal["dataflow"] = "dataflow"
+    stages: int
+    barriers: int
+    moved: int
+    output_writes: int
+    wrong_values: int
+    races: int
+    stale_reads: int
+    uninitialised_reads: int
+    input: str | None
+    output: str | None
+    transform: str | None
+
+
+class SkipSummary(_Model):
+    check: Literal["skip"] = "skip"
+    reason: str
+
+
+Summary = Annotated[CoverageSummary | GridCoverageSummary | PredicatesSummary | CoalescingSummary
+                    | BankSummary | VectorizeSummary | DataflowSummary | SkipSummary,
+                    Field(discriminator="check")]
+
+
+class CheckResult(_Model):
+    """The outcome of one check on one stage side (``stage=None``: the whole kernel)."""
+
+    check: str
+    stage: int | None
+    side: str | None
+    status: Status
+    summary: Summary
+    findings: list[Finding] = Field(default_factory=list)
+    total_findings: int = 0
+    totals: Totals = "enumerated"
+    line: int | None = Field(None, description="line of the stage in the spec file")
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "FAIL"
+
+    def add(self, finding: Finding, count: int = 1) -> None:
+        """Record ``count`` findings of which ``finding`` is the representative."""
+        self.total_findings += count
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings.append(finding)
+
+    def fail(self) -> None:
+        self.status = "FAIL"
+
+
+class SpecRun(_Model):
+    """One spec under one size environment."""
+
+    spec: str
+    path: str
+    sizes: dict[str, int]
+    grid: tuple[int, int, int]
+    blocks: int
+    blocks_simulated: int
+    totals: Totals
+    verdict: Literal["pass", "fail"]
+    expected: Literal["pass", "fail"]
+    expected_failing: list[str]
+    failing: list[str]
+    as_expected: bool
+    seconds: float
+    results: list[CheckResult]
+    notes: list[str] = Field(default_factory=list)
+
+
+class SpecError(_Model):
+    """A spec that could not be verified: the located error (``FILE:LINE:COL: path: msg``)."""
+
+    path: str
+    message: str
+    status: Literal["invalid", "internal"] = "invalid"
+
+
+class VerifyReport(_Model):
+    """Everything ``threadmap verify`` found: one run per spec and size environment."""
+
+    threadmap: str
+    runs: list[SpecRun]
+    errors: list[SpecError] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.verdict == "pass" for r in self.runs)
+
+    @property
+    def failed(self) -> int:
+        return sum(r.verdict == "fail" for r in self.runs)
+
+    def exit_status(self, check_expected: bool = False) -> int:
+        """0 all pass (or all as expected), 1 findings, 2 an invalid spec, 3 an internal error."""
+        if any(e.status == "internal" for e in self.errors):
+            return 3
+        if self.errors:
+            return 2
+        if check_expected:
+            return 0 if all(r.as_expected for r in self.runs) else 1
+        return 1 if self.failed else 0

@@ -1,0 +1,88 @@
+"""The check protocol and the registry of checks.
+
+A check has three parts behind one interface:
+
+* its *definition*: a pure-Python function over plain values (``definition``), the
+  specification the other parts must agree with (tests cross-check them);
+* its *enumeration*: an :class:`Accumulator` fed with access tables (chunks of blocks, each
+  block with a weight: the number of blocks it stands for) that returns a
+  :class:`~threadmap.report.model.CheckResult`;
+* (next) its *proof*: a z3 decision procedure over the same model.
+
+Side checks (coverage, coalescing, bank conflicts, vectorize) see one side of one copy
+stage; kernel checks (dataflow) see every stage of the same blocks.  The whole-grid checks
+(grid coverage, predicates) are decided by :mod:`threadmap.verify.grid`, which either counts
+every element (enumeration) or proves the interior by tiling.  :data:`CHECKS` lists every
+check by name; drivers iterate it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from threadmap.model import KernelModel, SideModel
+from threadmap.report.model import CheckResult, SkipSummary
+from threadmap.simulate.access import AccessTable
+
+StageTables = Sequence[tuple[AccessTable, AccessTable] | str]
+
+
+class Accumulator(ABC):
+    """Streaming enumeration of one check: :meth:`add` chunks, then :meth:`result`."""
+
+    @abstractmethod
+    def add(self, table: Any, weights: np.ndarray) -> None:
+        """Account one chunk; ``weights[i]`` is the number of blocks that ``table``'s
+        ``i``-th block stands for (1 when every block is simulated)."""
+
+    @abstractmethod
+    def result(self) -> CheckResult:
+        """The check's verdict over everything added."""
+
+
+@dataclass(frozen=True)
+class Check(ABC):
+    """One check: its name, where it applies, its definition and its enumeration."""
+
+    name: ClassVar[str]
+    #: ``side``: one side of one copy stage; ``kernel``: all stages of a block
+    scope: ClassVar[str] = "side"
+    #: a sentence for reports (SARIF rules)
+    rule: ClassVar[str] = ""
+    definition: ClassVar[Callable[..., Any]]
+
+    def applies(self, side: SideModel) -> bool:
+        return True
+
+    @abstractmethod
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> Accumulator:
+        ...
+
+
+CHECKS: dict[str, Check] = {}
+
+#: names a spec author may use in ``expect.failing_checks`` for a check (``vectorization``
+#: and ``coverage`` cover their variants)
+ALIASES = {"vectorization": "vectorize", "grid_coverage": "coverage"}
+
+
+def register(cls: type[Check]) -> type[Check]:
+    """Class decorator: register one instance of the check under its name."""
+    CHECKS[cls.name] = cls()
+    return cls
+
+
+def skipped(check: str, side: SideModel | None, reason: str) -> CheckResult:
+    return CheckResult(check=check, stage=None if side is None else side.stage,
+                       side=None if side is None else side.which, status="SKIP",
+                       summary=SkipSummary(reason=reason))
+
+
+def canonical(name: str) -> str:
+    """A check name as the registry knows it (aliases resolved)."""
+    return ALIASES.get(name, name)

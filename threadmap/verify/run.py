@@ -1,0 +1,498 @@
+"""The enumerative decision procedure: simulate blocks and feed the checks.
+
+:func:`verify_model` runs every selected check of :data:`~threadmap.verify.check.CHECKS` on
+one kernel model, in one of two ways:
+
+* **enumerate**: every block is simulated, streamed in chunks of blocks small enough for the
+  CPU caches; whole-grid coverage counts every element (:class:`GridEnumeration`).  Used by
+  ``--exhaustive``, and by default when the grid is small or the tiling argument does not
+  apply and enumerating is affordable.
+* **tiling**: a constant number of representative blocks is simulated, whatever the grid's
+  size (see :mod:`threadmap.verify.grid`): per class of blocks its first block and a
+  neighbour along each block coordinate, and per global side one block per residue of its
+  tile's address modulo 128 for the address-dependent checks.  Each representative carries
+  the number of blocks it stands for, so every count in the report is a whole-grid total,
+  equal to what enumeration gives (tests compare the two on every spec they can enumerate).
+
+When neither applies (the argument's premises fail and enumeration would exceed
+``max_rows``), the counts of the simulated blocks are reported as ``partial``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from threadmap.model import CopyModel, KernelModel, SideModel
+from threadmap.report.model import CheckResult, Finding, SpecRun, Totals
+from threadmap.simulate.access import AccessTable
+from threadmap.simulate.engine import Simulator
+from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.verify.check import CHECKS, Accumulator, canonical
+from threadmap.verify.coverage import TileCoverage
+from threadmap.verify.grid import (
+    MAX_BITMAP_BYTES,
+    BlockClasses,
+    GridCounts,
+    GridEnumeration,
+    MaskedIndex,
+    Straddles,
+    aliasing,
+    counts_by_tiling,
+    grid_results,
+    multiplicity,
+)
+
+#: default enumeration budget (rows of all stages): beyond it the tiling argument or partial counts
+MAX_ROWS = 1 << 28
+#: grids this small are always enumerated (cheaper than reasoning about them)
+SMALL_ROWS = 1 << 18
+
+SIDE_ORDER = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize")
+
+
+class WorkTooLarge(ValueError):
+    """A requested enumeration would need more memory than allowed (the message says how much)."""
+
+
+@dataclass
+class RunOptions:
+    exhaustive: bool = False
+    checks: frozenset[str] | None = None
+    max_rows: int = MAX_ROWS
+    progress: Callable[[int, int], None] | None = None
+
+
+@dataclass
+class _State:
+    """Accumulators of one run."""
+
+    side: dict[tuple[int, str, str], Accumulator] = field(default_factory=dict)
+    kernel: dict[str, Accumulator] = field(default_factory=dict)
+    grid: dict[tuple[int, str], GridEnumeration] = field(default_factory=dict)
+    straddles: dict[tuple[int, str], Straddles] = field(default_factory=dict)
+    masked: dict[tuple[int, str], MaskedIndex] = field(default_factory=dict)
+    active: dict[tuple[int, str], int] = field(default_factory=dict)
+    oob: dict[tuple[int, str], list[dict[str, Any]]] = field(default_factory=dict)
+    simulated: set[int] = field(default_factory=set)
+
+
+def _wanted(opts: RunOptions, name: str) -> bool:
+    return opts.checks is None or name in opts.checks
+
+
+def _accumulators(model: KernelModel, opts: RunOptions, perf_from_classes: bool) -> _State:
+    st = _State()
+    for side in model.sides():
+        for name, check in CHECKS.items():
+            if check.scope == "side" and _wanted(opts, name) and check.applies(side):
+                st.side[(side.stage, side.which, name)] = check.accumulator(model, side)
+    for name, check in CHECKS.items():
+        if check.scope == "kernel" and _wanted(opts, name):
+            st.kernel[name] = check.accumulator(model, None)
+    return st
+
+
+def _feed(st: _State, tables: list[Any], weights: np.ndarray, names: Iterable[str] | None = None,
+          sides: set[tuple[int, str]] | None = None) -> None:
+    """Add one chunk's tables to the accumulators (``names``: only these checks; ``sides``: only
+    these stage sides)."""
+    keep = None if names is None else set(names)
+    for rec in tables:
+        if isinstance(rec, str):
+            continue
+        for t in rec:
+            if sides is not None and (t.stage, t.side) not in sides:
+                continue
+            for (stage, which, name), acc in st.side.items():
+                if stage == t.stage and which == t.side and (keep is None or name in keep):
+                    acc.add(t, weights)
+    if keep is None or "dataflow" in keep:
+        for acc in st.kernel.values():
+            acc.add(tables, weights)
+
+
+def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
+    """Run the checks on ``model`` (see the module docstring)."""
+    opts = opts or RunOptions()
+    t0 = time.perf_counter()
+    sim = Simulator(model)
+    total_rows = model.num_blocks * sim.rows_per_block()
+    grid_sides = [s for s in model.sides() if s.memory == "global"]
+    bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides)
+    classes = None if opts.exhaustive else BlockClasses.of(model)
+    notes: list[str] = []
+    affordable = total_rows <= opts.max_rows and bitmap <= MAX_BITMAP_BYTES
+    if opts.exhaustive:
+        if bitmap > MAX_BITMAP_BYTES:
+            raise WorkTooLarge(f"--exhaustive counts every element of {bitmap} global tensor elements "
+                               f"(about {bitmap / 2**30:.1f} GiB, limit {MAX_BITMAP_BYTES / 2**30:.0f} GiB); "
+                               "the default mode proves the interior by tiling instead")
+        results, simulated, totals = _enumerate(model, sim, opts)
+    elif classes is None or total_rows <= SMALL_ROWS:
+        if affordable:
+            results, simulated, totals = _enumerate(model, sim, opts)
+            if classes is None:
+                notes.append("the tiling argument does not apply (a tile coordinate is not an affine function "
+                             "of one block coordinate): every block simulated")
+        else:
+            results, simulated, totals = _partial(model, sim, opts, notes)
+    else:
+        results, simulated, totals, fallback = _tiling(model, sim, classes, opts, notes)
+        if fallback:
+            if affordable:
+                notes.append(f"the tiling argument does not hold ({fallback}): every block simulated")
+                results, simulated, totals = _enumerate(model, sim, opts)
+            else:
+                notes.append(f"the tiling argument does not hold ({fallback}) and enumerating "
+                             f"{total_rows} accesses is beyond the budget: counts are partial")
+                totals = "partial"
+                for r in results:
+                    r.totals = "partial"
+    return _report(model, results, simulated, totals, notes, time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- enumeration
+
+
+def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions,
+               blocks: np.ndarray | None = None) -> tuple[list[CheckResult], int, Totals]:
+    st = _accumulators(model, opts, False)
+    want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    for side in model.sides():
+        if side.memory == "global" and want_grid:
+            st.grid[(side.stage, side.which)] = GridEnumeration(side, model.expect.replication)
+    everything = blocks is None
+    blocks = np.arange(model.num_blocks, dtype=np.int64) if blocks is None else blocks
+    chunks = list(sim.chunks(blocks))
+    for ci, ch in enumerate(chunks):
+        tables = sim.tables(ch)
+        w = np.ones(ch.size, dtype=np.int64)
+        _feed(st, tables, w)
+        for rec in tables:
+            if isinstance(rec, str):
+                continue
+            for t in rec:
+                g = st.grid.get((t.stage, t.side))
+                if g is not None:
+                    g.add(t, w)
+        if opts.progress:
+            opts.progress(ci + 1, len(chunks))
+    results = _collect(model, st, sim, everything)
+    totals: Totals = "enumerated" if everything else "partial"
+    return results, int(blocks.size), totals
+
+
+def _first_accessor(model: KernelModel, sim: Simulator, side: SideModel) -> Callable[..., Any]:
+    """``first(coord, before_block)``: the first active access of ``coord`` on ``side`` in a
+    block before ``before_block`` (searching blocks in order; used for pair witnesses)."""
+    cp = model.stages[side.stage]
+    assert isinstance(cp, CopyModel)
+
+    def first(coord: tuple[int, ...], before: int) -> dict[str, Any] | None:
+        for ch in sim.chunks(np.arange(before + 1, dtype=np.int64)):
+            t = sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
+            hit = t.pred.copy()
+            for c, x in zip(t.coords, coord, strict=True):
+                hit &= c == x
+            rows = np.flatnonzero(hit)
+            if rows.size:
+                return t.row(int(rows[0]))
+        return None
+    return first
+
+
+def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    for side in model.sides():
+        key = (side.stage, side.which)
+        per: dict[str, list[CheckResult]] = {}
+        for (stage, which, name), acc in st.side.items():
+            if (stage, which) == key:
+                per[name] = [acc.result()]
+        g = st.grid.get(key)
+        if g is not None:
+            g.resolve_pairs(_first_accessor(model, sim, side))
+            counts = g.counts()
+            per["grid_coverage"], per["predicates"] = (
+                [r] for r in grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness,
+                                          g.missing(8), g.masked, _alias(model, sim, side, counts),
+                                          model.expect.replication))
+        for name in SIDE_ORDER:
+            out += per.get(name, [])
+    for acc in st.kernel.values():
+        out.append(acc.result())
+    return out
+
+
+# ----------------------------------------------------------------------------- tiling
+
+
+def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: RunOptions,
+            notes: list[str]) -> tuple[list[CheckResult], int, Totals, str | None]:
+    st = _accumulators(model, opts, True)
+    reps, wts = classes.representatives()
+    simulated = set(reps.tolist())
+    perf = {"coalescing", "vectorize"}
+    global_sides = {(s.stage, s.which) for s in model.sides() if s.memory == "global"}
+    covers: dict[tuple[int, str], TileCoverage] = {}
+    for side in model.sides():
+        if side.memory == "global":
+            key = (side.stage, side.which)
+            st.straddles[key] = Straddles(side.shape)
+            st.masked[key] = MaskedIndex(side.shape)
+            st.active[key] = 0
+            st.oob[key] = []
+            acc = st.side.get((side.stage, side.which, "coverage"))
+            covers[key] = acc if isinstance(acc, TileCoverage) else TileCoverage(side, model.expect.replication)
+    for ch_ids, ch_w in _chunked(sim, reps, wts):
+        tables = sim.tables(ch_ids)
+        # everything but the address-dependent checks of global sides
+        _feed(st, tables, ch_w, names=[n for n in CHECKS if n not in perf])
+        _feed(st, tables, ch_w, names=perf, sides={k for k in _all_sides(model) if k not in global_sides})
+        for rec in tables:
+            if isinstance(rec, str):
+                continue
+            for t in rec:
+                key = (t.stage, t.side)
+                if key not in global_sides:
+                    continue
+                if ("coverage" not in {n for (s, w, n) in st.side if (s, w) == key}):
+                    covers[key].add(t, ch_w)
+                st.straddles[key].add(t, ch_w)
+                st.masked[key].add(t)
+                st.active[key] += int((t.pred.reshape(ch_ids.size, -1).sum(axis=1) * ch_w).sum())
+                oob = t.pred & ~_inb(t)
+                for i in np.flatnonzero(oob)[:max(0, 8 - len(st.oob[key]))]:
+                    st.oob[key].append(t.row(int(i)))
+    # address-dependent checks of global sides: one block per residue of the tile address
+    partial_perf = []
+    for side in model.sides():
+        key = (side.stage, side.which)
+        if key not in global_sides:
+            continue
+        accs = {n: st.side[(side.stage, side.which, n)] for n in perf if (side.stage, side.which, n) in st.side}
+        if not accs:
+            continue
+        rr = classes.residue_representatives(model, side)
+        if rr is None:
+            rr = (reps, wts)
+            partial_perf.append(f"stage {side.stage} {side.which}")
+        cp = model.stages[side.stage]
+        assert isinstance(cp, CopyModel)
+        for ch_ids, ch_w in _chunked(sim, rr[0], rr[1]):
+            simulated.update(ch_ids.tolist())
+            t = sim.stage_tables(cp, ch_ids)[0 if side.which == "src" else 1]
+            for acc in accs.values():
+                acc.add(t, ch_w)
+    # whole-grid coverage and predicates by the argument
+    results: list[CheckResult] = []
+    fallback = None
+    grid_res: dict[tuple[int, str], list[CheckResult]] = {}
+    want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    for side in model.sides():
+        key = (side.stage, side.which)
+        if key not in global_sides or not want_grid:
+            continue
+        tallies = covers[key].per_block
+        if any(t.out_of_tile for t in tallies):
+            fallback = f"stage {side.stage} {side.which} accesses elements outside its tile"
+            break
+        m, unused = multiplicity(model, side)
+        counts = counts_by_tiling(side, tallies, m, model.expect.replication, st.active[key])
+        dup = _tiling_duplicate(model, sim, side, tallies, unused) if counts.counted > counts.covered else []
+        missing = _tiling_missing(model, side, covers[key]) if counts.elements > counts.covered else []
+        grid_res[key] = grid_results(side, counts, st.straddles[key], dup, st.oob[key], missing, st.masked[key],
+                                     _alias(model, sim, side, counts), model.expect.replication)
+    if partial_perf:
+        notes.append("addresses of " + ", ".join(partial_perf) + " are not affine in the block coordinates: "
+                     "their coalescing and vectorization counts cover the simulated blocks only")
+    for side in model.sides():
+        key = (side.stage, side.which)
+        per = {n: [acc.result()] for (s, w, n), acc in st.side.items() if (s, w) == key}
+        if key in grid_res:
+            per["grid_coverage"], per["predicates"] = [grid_res[key][0]], [grid_res[key][1]]
+        for name in SIDE_ORDER:
+            for r in per.get(name, []):
+                if name in perf and f"stage {side.stage} {side.which}" in partial_perf:
+                    r.totals = "partial"
+                else:
+                    r.totals = "tiling"
+                results.append(r)
+    for acc in st.kernel.values():
+        r = acc.result()
+        r.totals = "tiling"
+        results.append(r)
+    return results, len(simulated), "tiling", fallback
+
+
+def _all_sides(model: KernelModel) -> set[tuple[int, str]]:
+    return {(s.stage, s.which) for s in model.sides()}
+
+
+def _inb(t: AccessTable) -> np.ndarray:
+    from threadmap.verify.util import in_bounds
+    return in_bounds(t.coords, t.shape)
+
+
+def _chunked(sim: Simulator, ids: np.ndarray, wts: np.ndarray) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    per = max(1, (1 << 17) // max(1, sim.rows_per_block()))
+    for i in range(0, ids.size, per):
+        yield ids[i:i + per], wts[i:i + per]
+
+
+def _tiling_duplicate(model: KernelModel, sim: Simulator, side: SideModel, tallies: list[Any],
+                      unused: list[str]) -> list[Finding]:
+    """A pair witness of a cross-block duplicate: a represented block and its neighbour along a
+    block coordinate the side's tile does not depend on (both access the same element)."""
+    rep = next((t.block for t in tallies if t.accesses), None)
+    if rep is None or not unused:
+        return []
+    gx, gy, _ = model.grid
+    coords = {"bx": rep % gx, "by": (rep // gx) % gy, "bz": rep // (gx * gy)}
+    v = unused[0]
+    g = model.grid[BLOCK_NAMES.index(v)]
+    coords[v] = coords[v] + 1 if coords[v] + 1 < g else coords[v] - 1
+    other = coords["bx"] + gx * (coords["by"] + gy * coords["bz"])
+    cp = model.stages[side.stage]
+    assert isinstance(cp, CopyModel)
+    ti = 0 if side.which == "src" else 1
+    a = sim.stage_tables(cp, np.array([rep]))[ti]
+    b = sim.stage_tables(cp, np.array([other]))[ti]
+    from threadmap.verify.util import in_bounds
+    rows = np.flatnonzero(a.pred & in_bounds(a.coords, a.shape))
+    for i in rows[:256]:
+        c = tuple(int(x[i]) for x in a.coords)
+        hit = b.pred.copy()
+        for x, y in zip(b.coords, c, strict=True):
+            hit &= x == y
+        j = np.flatnonzero(hit)
+        if j.size:
+            first, second = a.row(int(i)), b.row(int(j[0]))
+            return [Finding(check="grid_coverage", kind="duplicate", stage=side.stage, side=side.which,
+                            witness={"coordinate": c, "first": first, "second": second},
+                            message=f"element {c} accessed by block {first['block']} thread {first['thread']} "
+                                    f"value {first['value']} and block {second['block']} thread "
+                                    f"{second['thread']} value {second['value']} (the tile does not depend on "
+                                    f"{v}: {model.grid[BLOCK_NAMES.index(v)]} blocks share each tile)")]
+    return []
+
+
+def _tiling_missing(model: KernelModel, side: SideModel, cover: TileCoverage) -> list[tuple[int, ...]]:
+    """Coordinates of elements no block covers: holes inside represented tiles, or tiles that
+    no block's tile coordinate reaches."""
+    out = [tuple(f.witness["coordinate"]) for f in cover.findings["missing"]]
+    if side.at_affine is None:
+        return out
+    for k, form in enumerate(side.at_affine):
+        T, E = side.tile[k], side.shape[k]
+        need = -(-E // T)
+        if form.coef:
+            v, a = next(iter(form.coef.items()))
+            g = model.grid[BLOCK_NAMES.index(v)]
+            visited = lambda p, c=form.const, a=a, g=g: (p - c) % a == 0 and 0 <= (p - c) // a < g  # noqa: E731
+        else:
+            visited = lambda p, c=form.const: p == c  # noqa: E731
+        for p in range(need):
+            if not visited(p):
+                coord = tuple(p * T if i == k else 0 for i in range(len(side.tile)))
+                out.append(coord)
+                break
+    return out
+
+
+def _alias(model: KernelModel, sim: Simulator, side: SideModel, counts: GridCounts) -> tuple[int, list[Finding]]:
+    """Aliased writes of a destination side: two written elements with one address."""
+    if side.which != "dst" or side.tensor is None or counts.covered == 0:
+        return 0, []
+    n, pair, _decided = aliasing(side.tensor)
+    if not n or pair is None:
+        return 0, []
+    cp = model.stages[side.stage]
+    assert isinstance(cp, CopyModel)
+    acc = [_accessor(model, sim, cp, side, c) for c in pair]
+    if any(a is None for a in acc):
+        return 0, []
+    a, b = acc
+    assert a is not None and b is not None
+    return n, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
+                       witness={"coordinate": a["coordinate"], "address": a["address"], "first": a, "second": b},
+                       message=f"{side.name}{a['coordinate']} and {side.name}{b['coordinate']} are the same "
+                               f"address {a['address']} (the layout {side.tensor.layout} is not injective): "
+                               f"block {a['block']} thread {a['thread']} and block {b['block']} thread "
+                               f"{b['thread']} both write it")]
+
+
+def _accessor(model: KernelModel, sim: Simulator, cp: CopyModel, side: SideModel,
+              coord: tuple[int, ...]) -> dict[str, Any] | None:
+    """An active access of ``coord`` on ``side``: its block found from the tile coordinates
+    (affine case) or by search."""
+    ti = 0 if side.which == "src" else 1
+    cand: list[int] = []
+    if side.at_affine is not None and all(len(f.coef) <= 1 for f in side.at_affine):
+        point = dict.fromkeys(BLOCK_NAMES, 0)
+        ok = True
+        for k, form in enumerate(side.at_affine):
+            p = coord[k] // side.tile[k]
+            if form.coef:
+                v, a = next(iter(form.coef.items()))
+                if (p - form.const) % a:
+                    ok = False
+                    break
+                point[v] = (p - form.const) // a
+            elif p != form.const:
+                ok = False
+        gx, gy, gz = model.grid
+        if ok and 0 <= point["bx"] < gx and 0 <= point["by"] < gy and 0 <= point["bz"] < gz:
+            cand = [point["bx"] + gx * (point["by"] + gy * point["bz"])]
+    elif side.at is None:
+        cand = [0]
+    blocks = np.asarray(cand, dtype=np.int64) if cand else np.arange(min(model.num_blocks, 4096))
+    for ch in sim.chunks(blocks):
+        t = sim.stage_tables(cp, ch)[ti]
+        hit = t.pred.copy()
+        for c, x in zip(t.coords, coord, strict=True):
+            hit &= c == x
+        rows = np.flatnonzero(hit)
+        if rows.size:
+            return t.row(int(rows[0]))
+    return None
+
+
+def _partial(model: KernelModel, sim: Simulator, opts: RunOptions,
+             notes: list[str]) -> tuple[list[CheckResult], int, Totals]:
+    from threadmap.simulate.engine import CHUNK_ROWS
+    per = max(1, (4 * CHUNK_ROWS) // max(1, sim.rows_per_block()))
+    blocks = np.arange(min(model.num_blocks, per), dtype=np.int64)
+    notes.append(f"the tiling argument does not apply and enumerating {model.num_blocks} blocks is beyond the "
+                 f"budget: only the first {blocks.size} blocks were simulated and the counts are partial")
+    results, n, _ = _enumerate(model, sim, opts, blocks)
+    for r in results:
+        r.totals = "partial"
+    return results, n, "partial"
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _report(model: KernelModel, results: list[CheckResult], simulated: int, totals: Totals, notes: list[str],
+            seconds: float) -> SpecRun:
+    for r in results:
+        if r.stage is not None:
+            r.line = model.stage_line(r.stage)
+        if r.totals != "partial" and totals == "enumerated":
+            r.totals = "enumerated"
+    status = "fail" if any(r.status == "FAIL" for r in results) else "pass"
+    failing = sorted({r.check for r in results if r.status == "FAIL"})
+    exp = model.expect
+    expected_fail = {canonical(c) for c in exp.failing_checks}
+    as_expected = status == exp.verdict and expected_fail <= {canonical(c) for c in failing}
+    spec = model.loaded.spec
+    return SpecRun(spec=spec.name, path=str(model.loaded.path), sizes=dict(model.env), grid=model.grid,
+                   blocks=model.num_blocks, blocks_simulated=simulated, totals=totals, verdict=status,
+                   expected=exp.verdict, expected_failing=list(exp.failing_checks), failing=failing,
+                   as_expected=as_expected, seconds=round(seconds, 3), results=results, notes=notes)
