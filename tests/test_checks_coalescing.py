@@ -6,8 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from threadmap.simulate.access import AccessTable
-from threadmap.verify import build_table, check_coalescing, instruction_sectors_definition
+from threadmap.verify import build_table, check_coalescing, sectors_definition
 from threadmap.verify.coalescing import instruction_stats
 
 
@@ -31,7 +30,7 @@ def test_column_reads_are_uncoalesced() -> None:
     assert w.kind == "uncoalesced" and w.severity == "warning"
     assert w.witness["sectors"] == 32 and w.witness["ideal"] == 4 and w.witness["active_lanes"] == 32
     assert w.witness["lane_addresses"][:2] == [(0, 0), (1, 128)]
-    r2 = check_coalescing(t, max_sectors_per_request=4)
+    r2 = check_coalescing(t, max_ratio=1.0)
     assert r2.status == "FAIL" and r2.findings[0].severity == "error"
 
 
@@ -67,16 +66,21 @@ def test_masked_lanes_do_not_count() -> None:
     assert r.summary["requests"] == 2 and r.summary["sectors"] == 4 and r.summary["bytes"] == 128
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.lists(st.integers(0, 4096), min_size=32, max_size=32), st.sampled_from([1, 2, 4, 8]))
-def test_matches_definition(addrs: list[int], e: int) -> None:
-    a = np.asarray(addrs, dtype=np.int64) * e
-    n = 32
-    t = AccessTable(0, "src", "x", "global", e, 1, (10 ** 6,), block=np.zeros(n, np.int64),
-                    thread=np.arange(n, dtype=np.int32), step=np.zeros(n, np.int32),
-                    lane=np.zeros(n, np.int16), value=np.zeros(n, np.int32), coord=(a // e)[:, None],
-                    pred=np.ones(n, bool), offset=a // e, addr=a)
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 4096), min_size=32, max_size=32), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 2, 4]), st.integers(0, 7), st.lists(st.booleans(), min_size=32, max_size=32))
+def test_matches_definition(addrs: list[int], e: int, vec: int, skew: int, active: list[bool]) -> None:
+    # any addresses, widths and masks, including misaligned elements that straddle sectors
+    a0 = np.asarray(addrs, dtype=np.int64) * e + skew
+    act = np.asarray(active)
+    t = build_table(lambda b, t, s, k: (a0[t] + k * e,), threads=32, steps=1, vec=vec, shape=(10 ** 7,),
+                    elem_bytes=1, layout=lambda c: c[0], pred=lambda b, t, s, k: act[np.minimum(t, 31)])
+    t.elem_bytes = e  # byte offsets as element offsets of e-byte elements: addr = offset * 1
+    t.addr = t.offset.copy()
     s = instruction_stats(t)
-    d = instruction_sectors_definition(a.tolist(), e)
+    if not act.any():
+        assert not s["active"][0]
+        return
+    d = sectors_definition([int(t.addr[i]) for i in range(len(t)) if t.pred[i]], e)
     assert (int(s["sectors"][0]), int(s["lines"][0]), int(s["bytes"][0]), int(s["ideal"][0])) == (
-        d["sectors"], d["lines"], d["bytes"], d["ideal"])
+        d.sectors, d.lines, d.bytes, d.ideal)

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from threadmap.verify import (
-    GridCoverage,
-    build_table,
-    check_grid_coverage,
-    check_tile_coverage,
-    coverage_definition,
-)
+from threadmap.verify import build_table, check_grid, check_tile_coverage, coverage_definition
+from threadmap.verify.grid import GridEnumeration
 
 T = 16
 
 
 def transpose_src(blocks: int = 4, col_stride: int = T, shape: tuple[int, int] = (32, 32)):
-    """256 threads laid out (16,16):(1,16) over a 16x16 tile of block (b % 2, b // 2)."""
+    """256 threads laid out (16,16):(1,16) over a 16x16 tile of block (b % gx, b // gx)."""
     gx = -(-shape[0] // T)
     return build_table(lambda b, t, s, ln: ((b % gx) * T + t % T, (b // gx) * T + (t // T) * col_stride // T),
-                       threads=256, steps=1, shape=shape, blocks=blocks, meta={"tile": (T, T)})
+                       threads=256, steps=1, shape=shape, blocks=blocks, tile=(T, T),
+                       tile_origin=lambda b: np.stack([(b % gx) * T, (b // gx) * T], axis=1))
 
 
 def test_exact_tile_and_grid() -> None:
@@ -31,9 +25,9 @@ def test_exact_tile_and_grid() -> None:
     r = check_tile_coverage(t)
     assert r.status == "PASS"
     assert r.summary["blocks"] == 4 and r.summary["elements"] == 1024 and r.summary["accesses"] == 1024
-    g = check_grid_coverage(t)
+    g = check_grid(t)[0]
     assert g.status == "PASS" and g.summary["covered"] == 1024 and g.summary["duplicates"] == 0
-    json.dumps(r.to_dict()), json.dumps(g.to_dict())
+    r.model_dump_json(), g.model_dump_json()
 
 
 def test_planted_wrong_stride_duplicates() -> None:
@@ -48,7 +42,7 @@ def test_planted_wrong_stride_duplicates() -> None:
     assert f.witness["first"]["value"] == 0 and f.witness["block"] == 0
     m = next(f for f in r.findings if f.kind == "missing")
     assert m.witness["coordinate"] == (0, 8)
-    g = check_grid_coverage(t, thorough=True)
+    g = check_grid(t)[0]
     assert g.status == "FAIL" and g.summary["duplicates"] == 512 and g.summary["missing"] == 512
     d = g.findings[0]
     assert d.witness["first"]["thread"] == 0 and d.witness["second"]["thread"] == 16
@@ -57,27 +51,29 @@ def test_planted_wrong_stride_duplicates() -> None:
 def test_grid_duplicate_across_chunks_and_blocks() -> None:
     # two blocks mapped onto the same tile (block -> tile map bug): each tile is fine per block,
     # the grid sees duplicates and missing tiles
-    f = lambda b, t, s, ln: ((b % 2) * T + t % T, 0 * b + t // T)  # noqa: E731
-    chunks = [build_table(f, threads=256, steps=1, shape=(32, 32), blocks=[b], meta={"tile": (T, T)})
-              for b in range(4)]
+    def f(b, t, s, ln):  # noqa: ANN001, ANN202
+        return ((b % 2) * T + t % T, 0 * b + t // T)
+    chunks = [build_table(f, threads=256, steps=1, shape=(32, 32), blocks=[b], tile=(T, T),
+                          tile_origin=[[(b % 2) * T, 0]]) for b in range(4)]
     assert all(check_tile_coverage(c).status == "PASS" for c in chunks)
-    acc = GridCoverage((32, 32))
+    acc = GridEnumeration(chunks[0], False)
     for c in chunks:
-        acc.add(c)
-    g = acc.result()
-    assert g.status == "FAIL"
-    assert g.summary["duplicates"] == 512 and g.summary["missing"] == 512
-    dup = next(x for x in g.findings if x.kind == "duplicate")
+        acc.add(c, np.ones(1, np.int64))
+    g = acc.counts()
+    assert (g.counted - g.covered, g.elements - g.covered) == (512, 512)
+    res = check_grid(chunks)[0]
+    assert res.status == "FAIL" and res.summary["duplicates"] == 512 and res.summary["missing"] == 512
+    dup = next(x for x in res.findings if x.kind == "duplicate")
     assert dup.witness["second"]["block"] == 2 and dup.witness["coordinate"] == (0, 0)
-    miss = next(x for x in g.findings if x.kind == "missing")
+    miss = next(x for x in res.findings if x.kind == "missing")
     assert miss.witness["coordinate"] == (0, 16)
 
 
 def test_out_of_tile() -> None:
     # thread 255 reaches one column into the neighbouring tile
-    f = lambda b, t, s, ln: (t % T, t // T + (t == 255))  # noqa: E731
-    t = build_table(f, threads=256, steps=1, shape=(32, 32),
-                    meta={"tile": (T, T), "tile_origin": np.zeros((1, 2))})
+    def f(b, t, s, ln):  # noqa: ANN001, ANN202
+        return (t % T, t // T + (t == 255))
+    t = build_table(f, threads=256, steps=1, shape=(32, 32), tile=(T, T), tile_origin=[[0, 0]])
     r = check_tile_coverage(t)
     assert r.status == "FAIL"
     assert r.summary["out_of_tile"] == 1 and r.summary["missing"] == 1
@@ -90,19 +86,29 @@ def test_partial_tile_clipped_to_bounds() -> None:
     t = transpose_src(shape=(30, 30))
     r = check_tile_coverage(t)
     assert r.status == "PASS" and r.summary["elements"] == 900
-    assert check_grid_coverage(t).status == "PASS"
+    assert check_grid(t)[0].status == "PASS"
+
+
+def test_shared_out_of_bounds_is_a_finding() -> None:
+    # a tiled copy whose tiler does not fit the smem tensor reads rows 8..15 of an 8-row tile
+    t = build_table(lambda b, t, s, ln: (t % 16, t // 16), threads=128, steps=1, shape=(8, 8), memory="shared")
+    r = check_tile_coverage(t)
+    assert r.status == "FAIL" and r.summary["out_of_bounds"] == 64
+    f = next(f for f in r.findings if f.kind == "out_of_bounds")
+    assert f.witness["coordinate"] == (8, 0) and f.witness["thread"] == 8
 
 
 def test_replication_gmma_like() -> None:
     # 128 threads, each warp reads the whole 8x4 tile: every cell covered 4 times
-    f = lambda b, t, s, ln: ((t % 32) % 8, (t % 32) // 8)  # noqa: E731
+    def f(b, t, s, ln):  # noqa: ANN001, ANN202
+        return ((t % 32) % 8, (t % 32) // 8)
     t = build_table(f, threads=128, steps=1, shape=(8, 4), memory="shared")
     assert check_tile_coverage(t).status == "FAIL"
     r = check_tile_coverage(t, replication=True)
     assert r.status == "PASS" and r.summary["replication"] == 4
-    assert check_grid_coverage(t, replication=True).status == "PASS"
-    # one warp short of a cell -> unequal replication
-    f2 = lambda b, t, s, ln: (np.where(t == 127, 0, (t % 32) % 8), (t % 32) // 8)  # noqa: E731
+
+    def f2(b, t, s, ln):  # noqa: ANN001, ANN202  one warp short of a cell: unequal replication
+        return (np.where(t == 127, 0, (t % 32) % 8), (t % 32) // 8)
     r2 = check_tile_coverage(build_table(f2, threads=128, steps=1, shape=(8, 4), memory="shared"),
                              replication=True)
     assert r2.status == "FAIL"
@@ -113,14 +119,16 @@ def test_replication_gmma_like() -> None:
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2))
 def test_matches_definition(rows: int, cols: int, steps: int, shift: int, mul: int) -> None:
     nthr = rows * cols
-    f = lambda b, t, s, ln: ((t * (mul + 1) + s * shift) % rows, (t // rows + s) % (cols + 1))  # noqa: E731
+
+    def f(b, t, s, ln):  # noqa: ANN001, ANN202
+        return ((t * (mul + 1) + s * shift) % rows, (t // rows + s) % (cols + 1))
     t = build_table(f, threads=nthr, steps=steps, shape=(rows, cols), memory="shared")
     r = check_tile_coverage(t)
-    acc = [((int(t.thread[i]), int(t.value[i])), tuple(int(x) for x in t.coord[i]), bool(t.pred[i]))
+    real = np.ones(len(t), bool) if t.valid is None else t.valid
+    acc = [((int(t.thread[i]), int(t.value[i])), tuple(int(x) for x in t.coord[i]),
+            bool(real[i]) and all(0 <= int(x) < e for x, e in zip(t.coord[i], (rows, cols))))
            for i in range(len(t))]
     d = coverage_definition(acc, [(i, j) for i in range(rows) for j in range(cols)])
-    assert (r.status == "PASS") == d["ok"]
-    assert r.summary["missing"] == len(d["missing"])
-    assert r.summary["duplicate_cells"] == len(d["duplicates"])
-    # pred false rows are outside bounds here; everything outside the tile is OOB (not out_of_tile)
+    assert (r.summary["missing"], r.summary["duplicate_cells"]) == (len(d["missing"]), len(d["duplicates"]))
     assert r.summary["out_of_tile"] == 0
+    assert (r.status == "PASS") == (d["ok"] and r.summary["out_of_bounds"] == 0)

@@ -37,7 +37,7 @@ def test_verify_json_junit_sarif() -> None:
     code, out, _ = run("verify", BAD, "--format", "json")
     doc = json.loads(out)
     assert code == 1 and doc["failed"] == 1
-    rep = doc["reports"][0]
+    rep = doc["runs"][0]
     store = [r for r in rep["results"] if r["check"] == "coalescing" and r["side"] == "dst"][0]
     assert store["status"] == "FAIL" and store["summary"]["sectors_per_request"] == 16
     code, out, _ = run("verify", BAD, "--format", "junit")

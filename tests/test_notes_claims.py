@@ -28,9 +28,8 @@ import pytest
 
 from threadmap.cutlass import PitchLinearStripminedThreadMap
 from threadmap.layout import GenColMajor, GenRowMajor, cosize, make_layout, size
-from threadmap.simulate.engine import Simulation
 from threadmap.spec.load import load_spec
-from threadmap.verify.pipeline import verify_spec
+import threadmap.api as api
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 WARP = 32
@@ -76,9 +75,9 @@ def wavefronts(words: list[int]) -> int:
 
 @functools.cache
 def report(rel: str) -> dict[str, Any]:
-    reports = verify_spec(load_spec(SPECS / rel))
+    reports = api.verify_spec(load_spec(SPECS / rel))
     assert len(reports) == 1
-    return reports[0]
+    return reports[0].model_dump()
 
 
 def result(rel: str, check: str, stage: int, side: str) -> dict[str, Any]:
@@ -198,9 +197,7 @@ def test_m63_only_row_63_is_masked_and_predicates_pass() -> None:
     # expected: the iteration s of thread t reads row t/16 + 8s; masked iff that row >= 63
     expected = {(t, s) for t in range(THREADS) for s in range(ITER_S) if header_access(t, s, 0)[1] >= 63}
     assert expected == {(t, 7) for t in range(112, 128)}
-    loaded = load_spec(SPECS / rel)
-    sim = Simulation(loaded.spec, dict(loaded.envs[0]))
-    src = sim.tables(sim.stage_plans[0], np.array([0]))["src"]
+    src = api.simulate(SPECS / rel, blocks=[0])[0][0]
     masked = ~src.pred
     assert set(zip(src.thread[masked].tolist(), src.step[masked].tolist())) == expected
     assert set(src.coord[masked][:, 0].tolist()) == {63}

@@ -22,6 +22,7 @@ from threadmap.render import (
     tile_svg,
 )
 from threadmap.simulate.access import AccessTable
+from threadmap.simulate.build import build_table
 
 SVG = "{http://www.w3.org/2000/svg}"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -33,19 +34,19 @@ def make_table(coord_of: Callable[[int, int], tuple[int, ...]], threads: int, va
                pred: Callable[[int, int], bool] | None = None) -> AccessTable:
     """An access table where thread ``t``'s value ``v`` is the element ``coord_of(t, v)`` of a
     row-major tensor of ``shape`` at byte ``base``; values ``v`` form access ``v // vec``."""
-    rows = [(t, v, coord_of(t, v)) for t in range(threads) for v in range(values)]
-    n = len(rows)
-    coord = np.array([c for _, _, c in rows], dtype=np.int64).reshape(n, -1)
-    strides = np.array([int(np.prod(shape[k + 1:])) for k in range(len(shape))], dtype=np.int64)
-    offset = coord @ strides[: coord.shape[1]]
-    thread = np.array([t for t, _, _ in rows], dtype=np.int32)
-    value = np.array([v for _, v, _ in rows], dtype=np.int32)
-    p = np.array([True if pred is None else pred(t, v) for t, v, _ in rows], dtype=bool)
-    return AccessTable(stage=0, side="src", tensor="A", memory=memory, elem_bytes=elem_bytes,  # type: ignore[arg-type]
-                       vec=vec, shape=shape, block=np.full(n, block, dtype=np.int64), thread=thread,
-                       step=(value // vec).astype(np.int32), lane=(value % vec).astype(np.int16),
-                       value=value, coord=coord, pred=p, offset=offset,
-                       addr=base + offset * elem_bytes)
+    table = {(t, v): coord_of(t, v) for t in range(threads) for v in range(values)}
+    rank = len(next(iter(table.values())))
+
+    def coords(b, t, s, k):  # noqa: ANN001, ANN202
+        v = s * vec + k
+        return tuple(np.vectorize(lambda t, v, i=i: table[(int(t), int(v))][i])(t, v) for i in range(rank))
+
+    def p(b, t, s, k):  # noqa: ANN001, ANN202
+        v = s * vec + k
+        return np.vectorize(lambda t, v: True if pred is None else bool(pred(int(t), int(v))))(t, v)
+
+    return build_table(coords, threads=threads, steps=values // vec, vec=vec, shape=shape, blocks=[block],
+                       memory=memory, elem_bytes=elem_bytes, base=base, pred=p, tensor="A")  # type: ignore[arg-type]
 
 
 def grid_cells(text: str) -> list[list[str]]:

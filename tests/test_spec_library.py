@@ -1,13 +1,15 @@
-"""The spec library verifies to the verdicts its comments derive (issue 3, item 6)."""
+"""The spec library verifies to the verdicts its comments derive, and the default run (the tiling
+argument over representative blocks) gives the same whole-grid counts as enumerating every block."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from threadmap.spec.load import iter_spec_files, load_spec
-from threadmap.verify.pipeline import verify_spec
+import threadmap.api as api
+from threadmap.spec.load import iter_spec_files
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 FILES = iter_spec_files(SPECS)
@@ -24,27 +26,22 @@ def test_library_is_complete() -> None:
         assert must in names
 
 
+def counts(run: Any) -> dict[tuple[str, int | None, str | None], dict[str, Any]]:
+    """Every number of every result (the witnesses may differ: another block can be first)."""
+    out = {}
+    for r in run.results:
+        s = r.summary.model_dump()
+        s.pop("worst", None)
+        out[(r.check, r.stage, r.side)] = {**s, "status": r.status, "total_findings": r.total_findings}
+    return out
+
+
 @pytest.mark.parametrize("path", FILES, ids=[p.relative_to(SPECS).as_posix() for p in FILES])
-def test_spec_verdict_as_expected(path: Path) -> None:
-    loaded = load_spec(path)
-    for rep in verify_spec(loaded):
-        failing = rep["failing"]
-        assert rep["as_expected"], (
-            f"{path}: verdict {rep['verdict']} (failing {failing}), expected {rep['expected']} "
-            f"(failing at least {rep['expected_failing']})")
-
-
-def test_exhaustive_and_tiling_proof_agree() -> None:
-    """The sampled run (interior tiles proved by tiling) reaches the same verdicts and grid
-    counts as simulating every block."""
-    for name in ["cute_transpose/row_smem_swizzled.yaml", "planted/off_by_one_grid.yaml"]:
-        ls = load_spec(SPECS / name)
-        a = verify_spec(ls, max_blocks=64)[0]
-        b = verify_spec(ls, exhaustive=True)[0]
-        assert not a["exhaustive"] and b["exhaustive"]
-        assert a["verdict"] == b["verdict"]
-        grid = [(r["stage"], r["side"], r["summary"]["covered"], r["summary"]["missing"])
-                for r in a["results"] if r["check"] == "grid_coverage"]
-        grid_b = [(r["stage"], r["side"], r["summary"]["covered"], r["summary"]["missing"])
-                  for r in b["results"] if r["check"] == "grid_coverage"]
-        assert grid == grid_b
+def test_spec_verdict_as_expected_and_modes_agree(path: Path) -> None:
+    default = api.verify_spec(path)
+    for run in default:
+        assert run.as_expected, (f"{path}: verdict {run.verdict} (failing {run.failing}), expected {run.expected} "
+                                 f"(failing at least {run.expected_failing})")
+    for a, b in zip(default, api.verify_spec(path, exhaustive=True), strict=True):
+        assert b.totals == "enumerated" and b.blocks_simulated == b.blocks
+        assert counts(a) == counts(b), path

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 Status = Literal["PASS", "FAIL", "SKIP"]
 Severity = Literal["error", "warning", "info"]
@@ -28,6 +28,10 @@ MAX_FINDINGS = 20
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    def __getitem__(self, key: str) -> Any:
+        """``summary["covered"]`` reads a field, as ``summary.covered`` does."""
+        return getattr(self, key)
 
 
 class Finding(_Model):
@@ -208,12 +212,16 @@ class VerifyReport(_Model):
     runs: list[SpecRun]
     errors: list[SpecError] = Field(default_factory=list)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> int:
+        """Runs whose verdict is pass."""
         return sum(r.verdict == "pass" for r in self.runs)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def failed(self) -> int:
+        """Runs whose verdict is fail."""
         return sum(r.verdict == "fail" for r in self.runs)
 
     def exit_status(self, check_expected: bool = False) -> int:

@@ -224,3 +224,7 @@ class Rows:
 
     def __len__(self) -> int:
         return int(self.idx.size)
+
+    def select(self, mask: np.ndarray) -> Rows:
+        """The rows where ``mask`` (over these rows) is true."""
+        return Rows(self.table, self.idx[np.asarray(mask, dtype=bool)])

@@ -14,6 +14,7 @@ takes the longest run of distinct words of one bank.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.check import Accumulator, Check, register
+from threadmap.verify.check import Accumulator, Check, register, skipped
+from threadmap.verify.util import as_tables, ones
 
 _BIG = np.int64(1) << 62
 
@@ -142,6 +144,17 @@ class BankConflicts(Accumulator):
             if over:
                 res.fail()
         return res
+
+
+def check_bank_conflicts(tables: AccessTable | Sequence[AccessTable], *, max_extra: int | None = None) -> CheckResult:
+    """Bank conflicts of one shared side's table (or chunks of it)."""
+    ts = as_tables(tables)
+    if ts[0].memory != "shared":
+        return skipped("bank_conflicts", ts[0], f"{ts[0].memory} memory: bank conflicts apply to shared memory")
+    acc = BankConflicts(ts[0], max_extra)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
 
 
 @register

@@ -77,7 +77,8 @@ def register(cls: type[Check]) -> type[Check]:
     return cls
 
 
-def skipped(check: str, side: SideModel | None, reason: str) -> CheckResult:
+def skipped(check: str, side: Any, reason: str) -> CheckResult:
+    """A SKIP result for ``side`` (a SideModel or an AccessTable) with the reason."""
     return CheckResult(check=check, stage=None if side is None else side.stage,
                        side=None if side is None else side.which, status="SKIP",
                        summary=SkipSummary(reason=reason))

@@ -17,6 +17,7 @@ and counts distinct sectors, lines and bytes from the sorted order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,8 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.check import Accumulator, Check, register
+from threadmap.verify.check import Accumulator, Check, register, skipped
+from threadmap.verify.util import as_tables, ones
 
 _BIG = np.int64(1) << 62
 
@@ -142,6 +144,17 @@ class Coalescing(Accumulator):
         if tot["misaligned"] or over:
             res.fail()
         return res
+
+
+def check_coalescing(tables: AccessTable | Sequence[AccessTable], *, max_ratio: float | None = None) -> CheckResult:
+    """Coalescing of one global side's table (or chunks of it)."""
+    ts = as_tables(tables)
+    if ts[0].memory != "global":
+        return skipped("coalescing", ts[0], f"{ts[0].memory} memory: coalescing applies to global memory")
+    acc = Coalescing(ts[0], max_ratio)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
 
 
 @register

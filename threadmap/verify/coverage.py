@@ -22,7 +22,7 @@ check reports it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoverageSummary, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.check import Accumulator, Check, register
-from threadmap.verify.util import colex, counted_rows, delinearize, in_bounds
+from threadmap.verify.util import as_tables, colex, counted_rows, delinearize, in_bounds, ones
 
 KIND_CAP = 8  # findings kept per kind, so every kind shows up in the capped list
 
@@ -234,6 +234,15 @@ def _tile_cells_in_bounds(org: np.ndarray, tile: tuple[int, ...], shape: tuple[i
         vk = (pos >= 0) & (pos < shape[k])
         target = (vk[:, :, None] & target[:, None, :]).reshape(nb, -1) if k else vk
     return target
+
+
+def check_tile_coverage(tables: AccessTable | Sequence[AccessTable], *, replication: bool = False) -> CheckResult:
+    """Per-tile coverage of one side's table (or chunks of it), every block with weight 1."""
+    ts = as_tables(tables)
+    acc = TileCoverage(ts[0], replication)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
 
 
 @register

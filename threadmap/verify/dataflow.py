@@ -374,6 +374,23 @@ def _describe(v: int, shape: tuple[int, ...]) -> Any:
         v, delinearize(v, shape) if v >= 0 else "?")
 
 
+def check_dataflow(stages: Sequence[Any], transform: Transform = None, *, input_tensor: str | None = None,
+                   output_tensor: str | None = None) -> CheckResult:
+    """Dataflow over stage records (``"barrier"`` or ``(src, dst)`` tables of the same blocks);
+    the input is the first global source and the output the last global destination unless
+    named."""
+    copies = [s for s in stages if not isinstance(s, str)]
+    if input_tensor is None:
+        input_tensor = next((s[0].tensor for s in copies if s[0].memory == "global"), None)
+    if output_tensor is None:
+        output_tensor = next((s[1].tensor for s in reversed(copies) if s[1].memory == "global"), None)
+    acc = Dataflow(None, transform, input_tensor, output_tensor)
+    if copies:
+        acc.add([s if isinstance(s, str) else (s[0], s[1]) for s in stages],
+                np.ones(copies[0][0].blocks.size, dtype=np.int64))
+    return acc.result()
+
+
 @register
 class DataflowCheck(Check):
     name = "dataflow"

@@ -164,10 +164,12 @@ class GridCounts:
     dup_replicated: int    # replication mode: elements whose count differs from the common one
 
 
-def grid_results(side: SideModel, g: GridCounts, straddles: Straddles, dup_findings: list[Finding],
+def grid_results(side: Any, g: GridCounts, straddles: Straddles, dup_findings: list[Finding],
                  oob_witness: list[dict[str, Any]], missing_witness: list[tuple[int, ...]],
-                 masked_of: Any, aliasing: tuple[int, list[Finding]], replication: bool) -> list[CheckResult]:
-    """The ``grid_coverage`` and ``predicates`` results of one side from its counts."""
+                 masked_of: Any, aliasing: tuple[int, list[Finding]], replication: bool,
+                 size_names: dict[int, str] | None = None) -> list[CheckResult]:
+    """The ``grid_coverage`` and ``predicates`` results of one side (a SideModel or an
+    AccessTable: its stage, side and shape) from its counts."""
     st, sd = side.stage, side.which
     missing = g.elements - g.covered
     dups = g.dup_replicated if replication else g.counted - g.covered
@@ -190,8 +192,7 @@ def grid_results(side: SideModel, g: GridCounts, straddles: Straddles, dup_findi
     cov.total_findings += aliased
     if cov.total_findings:
         cov.fail()
-    size_names = side.tensor.size_names if side.tensor is not None else {}
-    pre = straddles.preconditions(size_names) if (missing or g.out_of_bounds) else []
+    pre = straddles.preconditions(size_names or {}) if (missing or g.out_of_bounds) else []
     pr = CheckResult(check="predicates", stage=st, side=sd, status="PASS",
                      summary=PredicatesSummary(shape=side.shape, out_of_bounds=g.out_of_bounds, lost=missing,
                                                precondition=pre, **straddles.n))
@@ -234,9 +235,9 @@ class GridEnumeration:
     its block, since an element's accessors are remembered per chunk).
     """
 
-    def __init__(self, side: SideModel, replication: bool) -> None:
+    def __init__(self, side: Any, replication: bool) -> None:
         self.side = side
-        self.shape = side.shape
+        self.shape = tuple(side.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         if self.size > MAX_BITMAP_BYTES:
             raise MemoryError(f"whole-grid coverage of {self.size} elements needs {self.size} bytes")
@@ -337,7 +338,7 @@ class MaskedIndex:
         return self.rows.get(tuple(coord))
 
 
-def _dup_finding(side: SideModel, second: dict[str, Any], first: dict[str, Any] | None) -> Finding:
+def _dup_finding(side: Any, second: dict[str, Any], first: dict[str, Any] | None) -> Finding:
     if first is not None and "block" in first:
         msg = (f"element {second['coordinate']} accessed by block {first['block']} thread {first['thread']} "
                f"value {first['value']} and block {second['block']} thread {second['thread']} value "
@@ -559,3 +560,17 @@ def counts_by_tiling(side: SideModel, tallies: Sequence[BlockTally], m: int, rep
         else:
             r = 0
     return GridCounts(elements, active, counted, covered, oob, r, dup_rep)
+
+
+def check_grid(tables: AccessTable | Sequence[AccessTable], *, replication: bool = False,
+               size_names: dict[int, str] | None = None) -> list[CheckResult]:
+    """Whole-grid coverage and predicates of one global side's table (or chunks of it) by
+    enumeration: ``[grid_coverage, predicates]``."""
+    ts = [tables] if isinstance(tables, AccessTable) else list(tables)
+    g = GridEnumeration(ts[0], replication)
+    for t in ts:
+        g.add(t, np.ones(t.blocks.size, dtype=np.int64))
+    return grid_results(ts[0], g.counts(), g.straddles, g.dup_findings + [
+        _dup_finding(ts[0], s, None) for s in g.pending_pairs[:KIND_CAP]], g.oob_witness, g.missing(KIND_CAP),
+        g.masked, (0, []), replication, size_names)
+

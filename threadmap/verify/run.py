@@ -221,7 +221,7 @@ def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool) -
             per["grid_coverage"], per["predicates"] = (
                 [r] for r in grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness,
                                           g.missing(8), g.masked, _alias(model, sim, side, counts),
-                                          model.expect.replication))
+                                          model.expect.replication, _size_names(side)))
         for name in SIDE_ORDER:
             out += per.get(name, [])
     for acc in st.kernel.values():
@@ -307,7 +307,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         dup = _tiling_duplicate(model, sim, side, tallies, unused) if counts.counted > counts.covered else []
         missing = _tiling_missing(model, side, covers[key]) if counts.elements > counts.covered else []
         grid_res[key] = grid_results(side, counts, st.straddles[key], dup, st.oob[key], missing, st.masked[key],
-                                     _alias(model, sim, side, counts), model.expect.replication)
+                                     _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
     if partial_perf:
         notes.append("addresses of " + ", ".join(partial_perf) + " are not affine in the block coordinates: "
                      "their coalescing and vectorization counts cover the simulated blocks only")
@@ -328,6 +328,10 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         r.totals = "tiling"
         results.append(r)
     return results, len(simulated), "tiling", fallback
+
+
+def _size_names(side: SideModel) -> dict[int, str]:
+    return dict(side.tensor.size_names) if side.tensor is not None else {}
 
 
 def _all_sides(model: KernelModel) -> set[tuple[int, str]]:

@@ -45,6 +45,16 @@ def counted_rows(t: AccessTable, structural: bool) -> np.ndarray:
     return t.pred
 
 
+def as_tables(tables: AccessTable | Sequence[AccessTable]) -> list[AccessTable]:
+    """One table or several chunks of one side, as a list."""
+    return [tables] if isinstance(tables, AccessTable) else list(tables)
+
+
+def ones(t: AccessTable) -> np.ndarray:
+    """Weight 1 for every block of ``t`` (plain enumeration)."""
+    return np.ones(t.blocks.size, dtype=np.int64)
+
+
 def first_true(mask: np.ndarray, k: int) -> list[int]:
     """Indices of the first ``k`` true entries."""
     return [int(i) for i in np.flatnonzero(mask)[:k]]

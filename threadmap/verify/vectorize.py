@@ -22,8 +22,9 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, VectorizeSummary
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.check import Accumulator, Check, register
+from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.coalescing import access_legality
+from threadmap.verify.util import as_tables, ones
 
 
 def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes: int,
@@ -130,6 +131,17 @@ class Vectorize(Accumulator):
                             message=f"declared {declared}-bit accesses, the spec expects at least "
                                     f"{self.min_bits}-bit"))
         return res
+
+
+def check_vectorize(tables: AccessTable | Sequence[AccessTable], *, min_bits: int | None = None) -> CheckResult:
+    """Vectorization of one side's table (or chunks of it); register sides are skipped."""
+    ts = as_tables(tables)
+    if ts[0].memory == "register":
+        return skipped("vectorize", ts[0], "register side: any vector width is legal")
+    acc = Vectorize(ts[0], min_bits)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
 
 
 @register
