@@ -304,7 +304,11 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
             break
         m, unused = multiplicity(model, side)
         counts = counts_by_tiling(side, tallies, m, model.expect.replication, st.active[key])
-        dup = _tiling_duplicate(model, sim, side, tallies, unused) if counts.counted > counts.covered else []
+        dup: list[Finding] = []
+        if counts.counted > counts.covered:
+            # pairs inside one block's tile (from the tile check), then across blocks
+            dup = [f.model_copy(update={"check": "grid_coverage"}) for f in covers[key].findings["duplicate"][:4]]
+            dup += _tiling_duplicate(model, sim, side, tallies, unused)
         missing = _tiling_missing(model, side, covers[key]) if counts.elements > counts.covered else []
         grid_res[key] = grid_results(side, counts, st.straddles[key], dup, st.oob[key], missing, st.masked[key],
                                      _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
