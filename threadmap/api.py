@@ -33,7 +33,8 @@ from threadmap.report.model import SpecRun, VerifyReport
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
 from threadmap.spec.load import LoadedSpec, iter_spec_files, load_spec, with_sizes
-from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, canonical, verify_model
+from threadmap.spec.schema import CHECK_ALIASES
+from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, verify_model
 
 __all__ = ["CHECK_NAMES", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names", "load", "models",
            "show", "simulate", "spec_files", "verify", "verify_spec"]
@@ -54,7 +55,7 @@ def check_names(names: Iterable[str] | None) -> frozenset[str] | None:
         return None
     out = set()
     for n in names:
-        c = canonical(n.strip())
+        c = CHECK_ALIASES.get(n.strip(), n.strip())
         if c not in CHECK_NAMES:
             raise ThreadmapError(f"unknown check {n!r}; checks: {', '.join(CHECK_NAMES)}")
         out.add(c)

@@ -15,7 +15,7 @@ The model is what the simulator, the checks and (later) the prover and the GPU c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd
 from typing import Any, Literal
 
@@ -234,6 +234,16 @@ class _Builder:
         except (ThreadmapError, ValueError, ArithmeticError, RecursionError) as ex:
             raise self.fail(path, str(ex)) from None
 
+    def plain_layout(self, tmpl: Any, path: Sequence[Any], what: str) -> L.Layout:
+        """A thread, value or atom layout: CuTe takes a plain ``Layout`` with integer strides."""
+        lay = self.layout(tmpl, path)
+        if not isinstance(lay, L.Layout):
+            raise self.fail(path, f"a {what} layout is a plain layout (CuTe takes Layout<Shape, Stride>), "
+                                  f"not {lay}")
+        if any(not isinstance(d, int) for d in _leaves(lay.stride)):
+            raise self.fail(path, f"a {what} layout needs integer strides, got {lay}")
+        return lay
+
     # -- top level -------------------------------------------------------------------------
     def build(self) -> KernelModel:
         threads = self.ev(self.parsed.threads, ("threads",))
@@ -257,9 +267,10 @@ class _Builder:
         copies = [s for s in stages if isinstance(s, CopyModel)]
         inp = next((c.src.name for c in copies if c.src.memory == "global"), None)
         out = next((c.dst.name for c in reversed(copies) if c.dst.memory == "global"), None)
-        model = KernelModel(self.loaded, self.env, threads, (grid[0], grid[1], grid[2]), tensors,
-                            tuple(stages), expect, inp, out)
-        self.bound_addresses(model)
+        grid3 = (grid[0], grid[1], grid[2])
+        bounds, tensors, stages = self.bound_addresses(grid3, tensors, stages)
+        model = KernelModel(self.loaded, self.env, threads, grid3, tensors, tuple(stages), expect, inp, out,
+                            bounds)
         return model
 
     def tensor(self, name: str) -> TensorModel:
@@ -384,15 +395,15 @@ class _Builder:
                                              f"threadmap simulates at most {MAX_PARTITION} per tile")
         try:
             if side.threads is not None:
-                thr = self.layout(ps.layouts["threads"], (*path, "threads"))
+                thr = self.plain_layout(ps.layouts["threads"], (*path, "threads"), "thread")
                 if L.size(thr) != threads:
                     raise self.fail((*path, "threads"), f"thread layout has {L.size(thr)} threads, but "
                                                         f"threads = {threads}")
                 part = thread_layout_partition(tile, thr, threads)
             elif side.tiled_copy is not None:
                 tcs = side.tiled_copy
-                thr = self.layout(ps.layouts["tiled_copy.threads"], (*path, "tiled_copy", "threads"))
-                val = self.layout(ps.layouts["tiled_copy.values"], (*path, "tiled_copy", "values"))
+                thr = self.plain_layout(ps.layouts["tiled_copy.threads"], (*path, "tiled_copy", "threads"), "thread")
+                val = self.plain_layout(ps.layouts["tiled_copy.values"], (*path, "tiled_copy", "values"), "value")
                 try:
                     op = L.get_copy_op(tcs.atom)
                 except ThreadmapError as ex:
@@ -410,8 +421,8 @@ class _Builder:
                     atom = L.get_mma_atom(m.atom)
                 except ThreadmapError as ex:
                     raise self.fail((*path, "mma", "atom"), str(ex)) from None
-                mma = L.make_tiled_mma(atom, self.layout(ps.layouts["mma.atom_layout"],
-                                                         (*path, "mma", "atom_layout")))
+                mma = L.make_tiled_mma(atom, self.plain_layout(ps.layouts["mma.atom_layout"],
+                                                               (*path, "mma", "atom_layout"), "atom"))
                 if mma.size() != threads:
                     raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
                                                                    f"but threads = {threads}")
@@ -421,7 +432,7 @@ class _Builder:
                                       "or mma")
         except SpecError:
             raise
-        except (ThreadmapError, ValueError, ArithmeticError, IndexError, RecursionError) as ex:
+        except (ThreadmapError, ValueError, ArithmeticError, IndexError, TypeError, RecursionError) as ex:
             raise self.fail(path, f"cannot partition the tile {tile}: {ex}") from None
         if part.rank != len(tile):
             raise self.fail(path, f"the partition gives rank-{part.rank} coordinates for a "
@@ -513,34 +524,87 @@ class _Builder:
         return max(1, vbits // bits) if vbits % 8 == 0 else 1
 
     # -- bounds ------------------------------------------------------------------------------
-    def bound_addresses(self, model: KernelModel) -> None:
-        """Interval bounds of every side's coordinates and byte addresses over the whole grid;
-        refuse (SpecError) what could leave the 64-bit range of the simulator."""
-        box = {n: Interval(0, g - 1) for n, g in zip(BLOCK_NAMES, model.grid, strict=True)}
-        for side in model.sides():
-            if side.tensor is None:
+    def bound_addresses(self, grid: tuple[int, int, int], tensors: dict[str, TensorModel],
+                        stages: list[StageModel]) -> tuple[dict[tuple[int, str], tuple[tuple[int, int], ...]],
+                                                           dict[str, TensorModel], list[StageModel]]:
+        """Interval bounds of every side's coordinates and element offsets over the whole grid
+        (the layout evaluated on intervals), before anything is allocated.  A global tensor
+        whose offsets go below 0 (negative strides) gets a base that keeps every address
+        non-negative and still aligned; shared offsets must not go below 0; addresses must stay
+        below 2^62 (the simulator computes in 64-bit integers)."""
+        box = {n: Interval(0, g - 1) for n, g in zip(BLOCK_NAMES, grid, strict=True)}
+        coord_bounds: dict[tuple[int, str], tuple[tuple[int, int], ...]] = {}
+        lowest: dict[str, int] = {}
+        highest: dict[str, tuple[int, SideModel]] = {}
+        for st in stages:
+            if not isinstance(st, CopyModel):
                 continue
-            c = side.partition.coord
-            lo_loc = c.min(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
-            hi_loc = c.max(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
-            bounds = []
-            for k, t in enumerate(side.tile):
-                if side.at is None:
+            for side in st.sides():
+                if side.tensor is None:
+                    continue
+                c = side.partition.coord
+                lo_loc = c.min(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
+                hi_loc = c.max(axis=(0, 1)) if c.size else np.zeros(len(side.tile), dtype=np.int64)
+                cb = []
+                for k, t in enumerate(side.tile):
                     o = Interval(0, 0)
-                else:
-                    try:
-                        o = Interval.lift(side.at[k].apply({**self.env, **box})) * t
-                    except ZeroDivisionError:
-                        raise self.fail((*side.path, "at", k), "a divisor of this expression can be 0 "
-                                                               "for some block") from None
-                bounds.append((o.lo + int(lo_loc[k]), o.hi + int(hi_loc[k])))
-            model.coord_bounds[(side.stage, side.which)] = tuple(bounds)
-            reach = _offset_reach(side.tensor.layout, bounds) + side.tensor.offset
-            top = side.tensor.base + reach * side.tensor.elem_bytes
-            if top >= MAX_ADDRESS:
-                raise self.fail((*side.path, "tensor"), f"byte addresses of {side.name!r} reach about 2^"
-                                                        f"{top.bit_length()} over the grid; threadmap "
+                    if side.at is not None:
+                        try:
+                            o = Interval.lift(side.at[k].apply({**self.env, **box})) * t
+                        except ZeroDivisionError:
+                            raise self.fail((*side.path, "at", k), "a divisor of this expression can be 0 "
+                                                                   "for some block") from None
+                    cb.append((o.lo + int(lo_loc[k]), o.hi + int(hi_loc[k])))
+                coord_bounds[(side.stage, side.which)] = tuple(cb)
+                off = _offset_bounds(side.tensor.layout, cb)
+                lo, hi = off.lo + side.tensor.offset, off.hi + side.tensor.offset
+                name = side.tensor.name
+                lowest[name] = min(lowest.get(name, 0), lo)
+                if hi > highest.get(name, (-1, side))[0]:
+                    highest[name] = (hi, side)
+        rebased = dict(tensors)
+        for name, lo in lowest.items():
+            t = tensors[name]
+            if lo < 0 and t.memory == "shared":
+                raise self.fail(t.path, f"shared tensor {name!r} reaches element offset {lo}: shared "
+                                        "addresses start at 0 (a negative stride needs a positive offset)")
+            if lo < 0:
+                shift = -(-(-lo * t.elem_bytes) // t.align) * t.align
+                rebased[name] = replace(t, base=t.base + shift)
+        for name, (hi, side) in highest.items():
+            t = rebased[name]
+            top = t.base + hi * t.elem_bytes
+            if top >= MAX_ADDRESS or t.base + lowest[name] * t.elem_bytes <= -MAX_ADDRESS:
+                raise self.fail((*side.path, "tensor"), f"byte addresses of {name!r} reach about 2^"
+                                                        f"{max(top, 1).bit_length()} over the grid; threadmap "
                                                         "computes addresses in 64-bit integers (limit 2^62)")
+        if rebased != tensors:
+            stages = [st if not isinstance(st, CopyModel) else
+                      replace(st, src=_rebind(st.src, rebased), dst=_rebind(st.dst, rebased)) for st in stages]
+        return coord_bounds, rebased, stages
+
+
+def _rebind(side: SideModel, tensors: dict[str, TensorModel]) -> SideModel:
+    return side if side.tensor is None else replace(side, tensor=tensors[side.tensor.name])
+
+
+def _offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
+    """Element offsets of ``layout`` for top-level coordinates within ``bounds``: the layout
+    evaluated on intervals (one evaluation core: ``crd2idx`` only uses ``+ * // %``).  A
+    swizzle ``A(O + B(c))`` keeps ``x`` in ``[0, 2^k)`` for ``k`` at least its own width."""
+    coord = tuple(Interval(lo, hi) for lo, hi in bounds)
+    inner = layout.layout_b if isinstance(layout, L.ComposedLayout) else layout
+    c: Any = coord if len(coord) > 1 else coord[0]
+    off = Interval.lift(inner(c))
+    if isinstance(layout, L.ComposedLayout):
+        base = int(layout.offset)
+        lo, hi = off.lo + base, off.hi + base
+        nbits = getattr(layout.layout_a, "nbits", 0)
+        if lo < 0:
+            return Interval(lo - (1 << nbits), hi + (1 << nbits))
+        k = max(int(hi).bit_length(), int(nbits))
+        return Interval(0, (1 << k) - 1)
+    return off
 
 
 def _auto(atom: str) -> bool:
@@ -562,27 +626,6 @@ def _leaves(t: Any) -> list[Any]:
     if isinstance(t, tuple):
         return [x for m in t for x in _leaves(m)]
     return [t]
-
-
-def _offset_reach(layout: Any, bounds: Sequence[tuple[int, int]]) -> int:
-    """An upper bound of ``|offset|`` for coordinates within ``bounds`` (per top-level mode),
-    for any layout: every flattened mode's stride times the largest coordinate that can reach
-    it (a nested mode's last sub-mode takes the quotient, so it is bounded by the coordinate)."""
-    inner = layout.layout_b if hasattr(layout, "layout_b") else layout
-    total = 0
-    shp = inner.shape if isinstance(inner.shape, tuple) else (inner.shape,)
-    std = inner.stride if isinstance(inner.stride, tuple) else (inner.stride,)
-    for k, (s, d) in enumerate(zip(shp, std, strict=True)):
-        c = max(abs(bounds[k][0]), abs(bounds[k][1])) if k < len(bounds) else 0
-        for ds in _leaves(d):
-            total += abs(int(ds)) * (c + 1) if isinstance(ds, int) else 0
-        del s
-    if hasattr(layout, "layout_a"):
-        # A(O + B(c)): a swizzle keeps x < 2^k inside [0, 2^k) for k >= its own width
-        total += abs(int(getattr(layout, "offset", 0)))
-        nbits = getattr(layout.layout_a, "nbits", 0)
-        total = 2 * max(total, 1 << nbits) if isinstance(nbits, int) else total
-    return total
 
 
 def build_model(loaded: LoadedSpec, env: Mapping[str, int]) -> KernelModel:

@@ -127,9 +127,6 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
         console.print(t)
         for n in run.notes:
             console.print(f"  note: {escape(printable(n))}")
-    for e in report.errors:
-        console.print(f"[bold red]{'internal error' if e.status == 'internal' else 'invalid'}[/]: "
-                      f"{escape(printable(e.message))}")
 
 
 def summary_line(report: VerifyReport) -> str:

@@ -24,6 +24,11 @@ ELEMENT_BITS: dict[str, int] = {
     "i64": 64, "u64": 64, "i32": 32, "u32": 32, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
 }
 
+#: every check's name, as reports and ``expect.failing_checks`` use them
+CHECK_NAMES = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize", "dataflow")
+#: other accepted spellings (``vectorization``) and the name each stands for
+CHECK_ALIASES = {"vectorization": "vectorize"}
+
 Expr = StrictInt | str  # parsed by threadmap.spec.expr; bools/floats are not sizes
 
 
@@ -34,10 +39,10 @@ class _Model(BaseModel):
 class SizeRange(_Model):
     """A named size that ranges (for proofs); enumerative checks run on ``samples``."""
 
-    min: int = Field(ge=1, description="smallest value")
-    max: int = Field(ge=1, description="largest value")
-    multiple_of: int = Field(1, ge=1, description="the size is a multiple of this")
-    samples: list[int] | None = Field(
+    min: StrictInt = Field(ge=1, description="smallest value")
+    max: StrictInt = Field(ge=1, description="largest value")
+    multiple_of: StrictInt = Field(1, ge=1, description="the size is a multiple of this")
+    samples: list[StrictInt] | None = Field(
         None, description="values the enumerative checks use (default: a few edge values)")
 
     @model_validator(mode="after")
@@ -57,9 +62,16 @@ class TensorSpec(_Model):
     layout: str = Field(description="CuTe layout, may use named sizes: '(M,N):(N,1)', "
                                     "'Sw<3,4,3> o (8,64):(64,1)'")
     element: str | None = Field(None, description="element type if it differs from the spec's")
-    align: int = Field(256, ge=1, description="base address alignment in bytes (cudaMalloc: 256)")
+    align: StrictInt = Field(256, ge=1, description="base address alignment in bytes (cudaMalloc: 256); a power of two")
     alias: str | None = Field(None, description="another shared tensor whose buffer this one views")
-    offset: int = Field(0, ge=0, description="element offset of this view inside the buffer")
+    offset: StrictInt = Field(0, ge=0, le=2**40, description="element offset of this view inside the buffer")
+
+    @field_validator("align")
+    @classmethod
+    def _align(cls, v: int) -> int:
+        if v & (v - 1):
+            raise ValueError(f"align must be a power of two (bytes), got {v}")
+        return v
 
     @field_validator("element")
     @classmethod
@@ -81,10 +93,10 @@ class ThreadMapSpec(_Model):
     """A CUTLASS 2.x thread map by name and template parameters (pitch-linear)."""
 
     name: str
-    shape: tuple[int, int] = Field(description="(contiguous, strided)")
-    threads: int = Field(ge=1)
-    elements_per_access: int = Field(1, ge=1)
-    warp_thread_arrangement: tuple[int, int] | None = None
+    shape: tuple[StrictInt, StrictInt] = Field(description="(contiguous, strided)")
+    threads: StrictInt = Field(ge=1, le=1024)
+    elements_per_access: StrictInt = Field(1, ge=1, le=1024)
+    warp_thread_arrangement: tuple[StrictInt, StrictInt] | None = None
     contiguous_mode: Literal[0, 1] = Field(
         1, description="which tensor mode is CUTLASS's contiguous dimension (1: row-major tile)")
 
@@ -159,13 +171,22 @@ class Expect(_Model):
     verdict: Literal["pass", "fail"] = "pass"
     transform: Literal["copy", "transpose", "none"] = "none"
     coverage: Literal["exact", "replicated"] = "exact"
-    bank_conflicts: int | None = Field(None, ge=0, description="max extra wavefronts per instruction")
+    bank_conflicts: StrictInt | None = Field(None, ge=0, description="max extra wavefronts per instruction")
     sectors_per_request: Annotated[float, Field(gt=0)] | SectorBound | None = Field(
         None, description="max ratio of sectors per request to the ideal, for every global side, "
                           "or separately {load: x, store: y}")
     vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(
         None, description="every copy side must move at least this many bits per access")
-    failing_checks: list[str] = Field(default_factory=list, description="checks expected to fail")
+    failing_checks: list[str] = Field(default_factory=list, description="checks expected to fail: "
+                                      + ", ".join(CHECK_NAMES))
+
+    @field_validator("failing_checks")
+    @classmethod
+    def _checks(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in CHECK_NAMES and name not in CHECK_ALIASES:
+                raise ValueError(f"unknown check {name!r}; checks: {', '.join(CHECK_NAMES)}")
+        return v
 
 
 class Spec(_Model):

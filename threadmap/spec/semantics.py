@@ -280,9 +280,14 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         for p, text in _layout_fields(spec):
             try:
                 lay = parse_layout(text, env)
+                inner = getattr(lay, "layout_b", lay)
+                if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
+                    errs.add(p, f"layout {text!r} needs integer strides (basis strides such as 1@0 make "
+                                "coordinate tensors, not memory or thread layouts)")
+                    continue
                 n, cn = size(lay), cosize(lay)
                 modes = _flat_shape(layout_shape(lay))
-            except (ThreadmapError, RecursionError, TypeError, ValueError) as ex:
+            except (ThreadmapError, RecursionError, TypeError, ValueError, ArithmeticError) as ex:
                 errs.add(p, f"{ex}{note}")
                 continue
             if any(m > MAX_EXTENT for m in modes) or n > MAX_ELEMENTS or cn > MAX_ELEMENTS:
@@ -352,4 +357,10 @@ def _flat_shape(shape: Any) -> list[int]:
     if isinstance(shape, tuple):
         return [x for s in shape for x in _flat_shape(s)]
     return [shape] if isinstance(shape, int) else []
+
+
+def _leaves(t: Any) -> list[Any]:
+    if isinstance(t, tuple):
+        return [x for m in t for x in _leaves(m)]
+    return [t]
 

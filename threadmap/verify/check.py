@@ -28,6 +28,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, SkipSummary
 from threadmap.simulate.access import AccessTable
+from threadmap.spec.schema import CHECK_ALIASES
 
 StageTables = Sequence[tuple[AccessTable, AccessTable] | str]
 
@@ -66,9 +67,9 @@ class Check(ABC):
 
 CHECKS: dict[str, Check] = {}
 
-#: names a spec author may use in ``expect.failing_checks`` for a check (``vectorization``
-#: and ``coverage`` cover their variants)
-ALIASES = {"vectorization": "vectorize", "grid_coverage": "coverage"}
+#: how ``expect.failing_checks`` names match results: ``coverage`` also covers
+#: ``grid_coverage``, ``vectorization`` is ``vectorize``
+ALIASES = {**CHECK_ALIASES, "grid_coverage": "coverage"}
 
 
 def register(cls: type[Check]) -> type[Check]:
