@@ -21,7 +21,7 @@ from threadmap.errors import SpecError
 from threadmap.spec.expr import parse_expr
 from threadmap.spec.load import loads_spec
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=300, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.data_too_large])
 TIME_LIMIT_S = 5
@@ -181,7 +181,7 @@ def test_spliced_yaml_fails_cleanly(at: int, cut: int, insert: str) -> None:
     check_load(YAML_SPEC[:at] + insert + YAML_SPEC[at + cut:], "yaml")
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@settings(max_examples=400, deadline=None, database=None)
 @given(st.one_of(st.text(alphabet="MNbx0123456789+-*/%(), _cedilmaxn", max_size=60), st.text(max_size=30)),
        st.dictionaries(st.sampled_from(["M", "N", "bx"]), st.integers(-2**70, 2**70), max_size=3))
 def test_expressions_fail_cleanly(text: str, env: dict[str, int]) -> None:

@@ -138,7 +138,7 @@ def simulate(spec: SpecLike, *, sizes: Mapping[str, int] | None = None,
     if ids.size == 0 or int(ids.min()) < 0 or int(ids.max()) >= model.num_blocks:
         raise ThreadmapError(f"blocks must lie in [0, {model.num_blocks})")
     sim = Simulator(model)
-    return [t for t in sim.tables(ids) if not isinstance(t, str)]  # type: ignore[misc]
+    return [t for t in sim.tables(ids) if not isinstance(t, str)]
 
 
 @dataclass(frozen=True)

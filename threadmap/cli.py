@@ -229,7 +229,7 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     \b
     Examples:
       threadmap threadmap PitchLinearStripminedThreadMap 64x64 128 4 --thread 50
-      threadmap threadmap PitchLinearWarpRakedThreadMap 64x8 128 8x4 8
+      threadmap threadmap PitchLinearWarpRakedThreadMap 32x128 128 4x8 8 --thread 5
     """
     from rich.console import Console
     from rich.table import Table

@@ -318,6 +318,7 @@ class _Builder:
         for which in ("src", "dst"):
             side = getattr(cp, which)
             path = (*base, which)
+            w: Which = "src" if which == "src" else "dst"
             part = parts[which]
             if side.registers is not None:
                 name = side.registers
@@ -333,12 +334,12 @@ class _Builder:
                     fragments[name] = nv
                 other = vecs["dst" if which == "src" else "src"]
                 reg = register_partition(threads, nv, other)
-                sides[which] = SideModel(i, which, path, "register", name, None, reg, (threads, nv), None,
+                sides[which] = SideModel(i, w, path, "register", name, None, reg, (threads, nv), None,
                                          None, self._elem_bits(memory_parts, cp, tensors), "registers")
                 continue
             assert part is not None and side.tensor is not None
             t = tensors[side.tensor]
-            sides[which] = SideModel(i, which, path, t.memory, t.name, t, part.with_vec(vecs[which]),
+            sides[which] = SideModel(i, w, path, t.memory, t.name, t, part.with_vec(vecs[which]),
                                      self.tile(i, which, side, t), self.parsed.sides[(i, which)].at,
                                      self.affine_at(i, which), t.elem_bits,
                                      self.describe(side, vecs[which] * t.elem_bits))
@@ -564,17 +565,17 @@ class _Builder:
                     highest[name] = (hi, side)
         rebased = dict(tensors)
         for name, lo in lowest.items():
-            t = tensors[name]
-            if lo < 0 and t.memory == "shared":
-                raise self.fail(t.path, f"shared tensor {name!r} reaches element offset {lo}: shared "
-                                        "addresses start at 0 (a negative stride needs a positive offset)")
+            tm = tensors[name]
+            if lo < 0 and tm.memory == "shared":
+                raise self.fail(tm.path, f"shared tensor {name!r} reaches element offset {lo}: shared "
+                                         "addresses start at 0 (a negative stride needs a positive offset)")
             if lo < 0:
-                shift = -(-(-lo * t.elem_bytes) // t.align) * t.align
-                rebased[name] = replace(t, base=t.base + shift)
+                shift = -(-(-lo * tm.elem_bytes) // tm.align) * tm.align
+                rebased[name] = replace(tm, base=tm.base + shift)
         for name, (hi, side) in highest.items():
-            t = rebased[name]
-            top = t.base + hi * t.elem_bytes
-            if top >= MAX_ADDRESS or t.base + lowest[name] * t.elem_bytes <= -MAX_ADDRESS:
+            tm = rebased[name]
+            top = tm.base + hi * tm.elem_bytes
+            if top >= MAX_ADDRESS or tm.base + lowest[name] * tm.elem_bytes <= -MAX_ADDRESS:
                 raise self.fail((*side.path, "tensor"), f"byte addresses of {name!r} reach about 2^"
                                                         f"{max(top, 1).bit_length()} over the grid; threadmap "
                                                         "computes addresses in 64-bit integers (limit 2^62)")

@@ -20,7 +20,10 @@ import numpy as np
 
 from threadmap import hardware as hw
 from threadmap.errors import ThreadmapError
-from threadmap.simulate.access import AccessTable
+from threadmap.simulate.access import AccessTable, Rows
+
+#: a table, or some of its rows (drawings read the same fields from both)
+Table = AccessTable | Rows
 
 #: CuTe's ``SVGColor_TV`` / ``TikzColor_TV`` table (cute/util/print_svg.hpp): colour of thread
 #: ``t`` is ``CUTE_TV_COLORS[t % 8]``.
@@ -73,7 +76,7 @@ def compact_ints(values: Sequence[int]) -> str:
     return ",".join(runs)
 
 
-def describe(table: AccessTable) -> str:
+def describe(table: Table) -> str:
     """A one-line name of the table: tensor, memory, stage and side."""
     return f"{table.tensor} ({table.memory}, stage {table.stage} {table.side})"
 
@@ -117,7 +120,7 @@ class TileView:
         return self.count > 1
 
 
-def _block_rows(table: AccessTable, block: int) -> AccessTable:
+def _block_rows(table: Table, block: int) -> Rows:
     rows = table.select(table.block == block)
     if len(rows) == 0:
         blocks = np.unique(table.block)
@@ -126,7 +129,7 @@ def _block_rows(table: AccessTable, block: int) -> AccessTable:
     return rows
 
 
-def _coords2(table: AccessTable) -> tuple[np.ndarray, int]:
+def _coords2(table: Table) -> tuple[np.ndarray, int]:
     coord = np.asarray(table.coord, dtype=np.int64)
     if coord.ndim == 1:
         coord = coord[:, None]
@@ -208,7 +211,7 @@ def tile_view(table: AccessTable, block: int = 0, origin: Sequence[int] | None =
 # --------------------------------------------------------------------------------------------
 
 
-def warp_instructions(table: AccessTable, block: int = 0) -> list[tuple[int, int]]:
+def warp_instructions(table: Table, block: int = 0) -> list[tuple[int, int]]:
     """The ``(warp, step)`` pairs of ``block``'s warp instructions, sorted by warp then step."""
     rows = table.select(table.block == block)
     if len(rows) == 0:
@@ -219,7 +222,7 @@ def warp_instructions(table: AccessTable, block: int = 0) -> list[tuple[int, int
     return [(int(w), int(s)) for w, s in pairs]
 
 
-def _instruction_rows(table: AccessTable, block: int, step: int, warp: int) -> AccessTable:
+def _instruction_rows(table: Table, block: int, step: int, warp: int) -> Rows:
     thr = np.asarray(table.thread, dtype=np.int64)
     mask = ((table.block == block) & (thr // WARP == warp) & (table.step == step)
             & np.asarray(table.pred, dtype=bool))
@@ -279,7 +282,7 @@ class BankInstruction:
         return [(p, b, words) for (p, b), words in sorted(self.requests.items()) if len(words) > 1]
 
 
-def bank_instruction(table: AccessTable, block: int = 0, step: int = 0, warp: int = 0) -> BankInstruction:
+def bank_instruction(table: Table, block: int = 0, step: int = 0, warp: int = 0) -> BankInstruction:
     """The bank analysis of warp ``warp``'s instruction ``step`` in ``block`` (shared memory)."""
     if table.memory != "shared":
         raise RenderError(f"{describe(table)}: bank maps are for shared memory, not {table.memory}")
@@ -334,7 +337,7 @@ class SectorInstruction:
         return tuple(sorted({s * SECTOR_BYTES // LINE_BYTES for s in self.sectors}))
 
 
-def sector_instruction(table: AccessTable, block: int = 0, step: int = 0, warp: int = 0) -> SectorInstruction:
+def sector_instruction(table: Table, block: int = 0, step: int = 0, warp: int = 0) -> SectorInstruction:
     """The sector analysis of warp ``warp``'s instruction ``step`` in ``block`` (global memory)."""
     if table.memory != "global":
         raise RenderError(f"{describe(table)}: sector maps are for global memory, not {table.memory}")

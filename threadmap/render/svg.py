@@ -38,7 +38,7 @@ from threadmap.render.common import (
     tile_view,
     warp_instructions,
 )
-from threadmap.simulate.access import AccessTable
+from threadmap.simulate.access import AccessTable, Rows
 
 CELL = 20                 # CuTe's cell_size
 FONT_CELL = 8             # CuTe's font-size of T/V labels
@@ -202,7 +202,7 @@ def tile_svg(table: AccessTable, block: int = 0, title: str | None = None, *,
 
 
 def _instructions(table: AccessTable, block: int, max_instructions: int
-                  ) -> tuple[AccessTable, list[tuple[int, int]], int]:
+                  ) -> tuple[Rows, list[tuple[int, int]], int]:
     rows = table.select(table.block == block)
     if len(rows) == 0:
         raise RenderError(f"{describe(table)}: no accesses in block {block}")

@@ -213,16 +213,16 @@ def _bank_lines(ins: BankInstruction, table: AccessTable, use_color: bool) -> li
                    "each); word = byte address / 4, bank = word % 32; lanes a+n = lane a and n more",
                    None)])
     conf = ins.conflicting()
-    for i, (p, b, words) in enumerate(conf):
+    for i, (p, b, served) in enumerate(conf):
         if i == MAX_LISTED:
             lines.append([(f"  ... {len(conf) - MAX_LISTED} more conflicting banks", None)])
             break
-        items = list(words.items())
+        word_lanes = list(served.items())
         txt = "; ".join(f"word {wd}: lane{'s' if len(ls) > 1 else ''} {compact_ints(ls)}"
-                        for wd, ls in items[:8])
-        if len(items) > 8:
-            txt += f"; ... {len(items) - 8} more words"
-        lines.append([(f"  conflict: phase {p} bank {b}, {len(items)} words: {txt}",
+                        for wd, ls in word_lanes[:8])
+        if len(word_lanes) > 8:
+            txt += f"; ... {len(word_lanes) - 8} more words"
+        lines.append([(f"  conflict: phase {p} bank {b}, {len(word_lanes)} words: {txt}",
                        "red" if use_color else None)])
     return lines
 

@@ -168,6 +168,7 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
     suites = ET.Element("testsuites", name="threadmap")
     for run in report.runs:
         cases: list[tuple[str, str | None, str]] = []  # (name, failure message or None, body)
+        msg: str | None
         for r in run.results:
             name = f"{r.check}[{where(r)}]"
             if r.status == "FAIL" and not (check_expected and _expected_fail(run, r.check)):

@@ -23,7 +23,7 @@ MAX_NUMBER_CHARS = 100        # digits of one JSON number
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = json.scanner.NUMBER_RE
-_scanstring = json.decoder.scanstring
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # public but untyped
 
 
 class _JsonReader:

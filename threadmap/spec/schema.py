@@ -197,7 +197,7 @@ class Spec(_Model):
     threads: Expr = Field(description="threads per CTA, 1..1024 (expression)")
     sizes: dict[str, Size] = Field(default_factory=dict,
                                    description="named problem sizes: an integer or a range")
-    grid: list[Expr] = Field(default_factory=lambda: [1], min_length=1, max_length=3,
+    grid: list[Expr] = Field(default_factory=lambda: list[Expr]([1]), min_length=1, max_length=3,
                              description="blocks along x, y, z (expressions); coordinates bx, by, bz")
     tensors: dict[str, TensorSpec] = Field(description="tensors in global or shared memory")
     stages: list[Stage] = Field(min_length=1, description="copies and barriers, in program order")

@@ -330,9 +330,9 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
                     errs.add((*base, "tile"), f"tile has rank {len(side.tile)} but tensor "
                              f"{side.tensor!r} has rank {rank(tl)}")
                 for j, x in enumerate(side.tile):
-                    v = ev((*base, "tile", j), x)
-                    if v is not None and not 1 <= v <= MAX_EXTENT:
-                        errs.add((*base, "tile", j), f"tile extent {v}{note} must be in 1..2^31")
+                    ext = ev((*base, "tile", j), x)
+                    if ext is not None and not 1 <= ext <= MAX_EXTENT:
+                        errs.add((*base, "tile", j), f"tile extent {ext}{note} must be in 1..2^31")
                 benv = {**env, "bx": 0, "by": 0, "bz": 0}
                 for j, x in enumerate(side.at):
                     ev((*base, "at", j), x, benv)
