@@ -37,7 +37,7 @@ EXAMPLES = examples()
 
 def test_every_command_documents_examples() -> None:
     with_examples = {cmd for cmd, _ in EXAMPLES}
-    assert {"threadmap", "layout", "threadmap", "verify", "simulate", "show"} <= with_examples
+    assert {"threadmap", "layout", "verify", "simulate", "show"} <= with_examples
 
 
 @pytest.mark.parametrize("cmd,line", EXAMPLES, ids=[line for _, line in EXAMPLES])

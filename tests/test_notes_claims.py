@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+import threadmap.api as api
 from threadmap.cutlass import PitchLinearStripminedThreadMap
 from threadmap.layout import GenColMajor, GenRowMajor, cosize, make_layout, size
 from threadmap.spec.load import load_spec
-import threadmap.api as api
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 WARP = 32
