@@ -51,8 +51,8 @@ def kernels(draw: st.DrawFn) -> dict[str, Any]:
     stride = draw(st.sampled_from(["col", "row", "wrong"]))
     thr = {"col": f"({a},{b}):(1,{a})", "row": f"({a},{b}):({b},1)", "wrong": f"({a},{b}):(1,{max(1, a // 2)})"}[stride]
     predicate = draw(st.sampled_from(["none", "bounds", "bounds", "vector"]))
-    grid = draw(st.sampled_from([["ceil_div(M, %d)" % tm, "ceil_div(N, %d)" % tn], ["M / %d" % tm, "N / %d" % tn],
-                                 ["ceil_div(M, %d)" % tm, "ceil_div(N, %d)" % tn, 2]]))
+    grid = draw(st.sampled_from([[f"ceil_div(M, {tm})", f"ceil_div(N, {tn})"], [f"M / {tm}", f"N / {tn}"],
+                                 [f"ceil_div(M, {tm})", f"ceil_div(N, {tn})", 2]]))
     at = draw(st.sampled_from([["bx", "by"], ["bx", "by + 0"], ["by", "bx"]]))
     use_smem = draw(st.booleans())
     tiled = draw(st.booleans())
@@ -62,7 +62,7 @@ def kernels(draw: st.DrawFn) -> dict[str, Any]:
                                      "AutoVectorizingCopy"]))
         vals = tm * tn // threads
         src["tiled_copy"] = {"threads": f"({a},{b}):({b},1)" if stride == "row" else f"({a},{b}):(1,{a})",
-                             "values": f"(1,{vals}):({vals},1)" if False else f"({vals},1):(1,{vals})", "atom": atom}
+                             "values": f"({vals},1):(1,{vals})", "atom": atom}
     else:
         src["threads"] = thr
     dst_y: dict[str, Any] = {"tensor": "y", "tile": [tm, tn] + ([1] if y_layout.count(",") == 4 else []),
@@ -70,7 +70,8 @@ def kernels(draw: st.DrawFn) -> dict[str, Any]:
                              "threads": f"({a},{b}):(1,{a})" if y_layout.count(",") != 4 else f"({a},{b},1):(1,{a},0)"}
     stages: list[Any] = []
     if use_smem:
-        stages += [{"copy": {"src": src, "dst": {"tensor": "s", "threads": f"({a},{b}):(1,{a})"}, "predicate": predicate}},
+        smem_side = {"tensor": "s", "threads": f"({a},{b}):(1,{a})"}
+        stages += [{"copy": {"src": src, "dst": smem_side, "predicate": predicate}},
                    "barrier",
                    {"copy": {"src": {"tensor": "s", "threads": f"({a},{b}):(1,{a})"}, "dst": dst_y,
                              "predicate": predicate}}]
