@@ -482,3 +482,11 @@ def test_schema_is_valid_and_accepts_the_example() -> None:
     bad = yaml.safe_load(YAML_SPEC)
     bad["tensors"]["x"]["colour"] = "red"
     assert list(v.iter_errors(bad))
+
+
+def test_committed_schema_file_is_current() -> None:
+    """specs/spec.schema.json (what editors load) is exactly what ``threadmap schema`` prints."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parent.parent / "specs" / "spec.schema.json"
+    assert committed.read_text() == schema_json(), "run: threadmap schema > specs/spec.schema.json"
