@@ -386,8 +386,8 @@ class _Builder:
         path = ("stages", i, "copy", which)
         ps = self.parsed.sides[(i, which)]
         if side.tensor is None:
-            raise self.fail(path, "a register side takes its structure from the other side; "
-                                  "give the partition on the tensor side")
+            raise self.fail(path, "a register side has no partition: it is the other side's (thread, value) "
+                                  "space; give the partition on the tensor side")
         t = tensors[side.tensor]
         tile = self.tile(i, which, side, t)
         est = threads * max(1, int(np.prod(tile, dtype=object)) // max(1, threads))
