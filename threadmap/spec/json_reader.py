@@ -2,12 +2,12 @@
 
 A small position-recording recursive-descent reader (strings by the standard library's
 ``scanstring``): strict JSON (no NaN/Infinity), duplicate keys are an error, bounded nesting
-and number length.
+and number length, integers in 64 bits, strings without lone surrogates (``"\\ud800"``) or
+control characters (:func:`~threadmap.spec.located.check_data`).
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import json.decoder
 import json.scanner
@@ -15,8 +15,21 @@ import re
 from typing import Any
 
 from threadmap.errors import SpecError
-from threadmap.spec.located import Located, Mark, Path_, fail
-from threadmap.spec.yaml_reader import MAX_NESTING, MAX_NODES
+from threadmap.spec.located import (
+    MAX_NESTING,
+    MAX_NODES,
+    Errors,
+    LineIndex,
+    Located,
+    Mark,
+    Path_,
+    check_data,
+    fail,
+    gc_paused,
+    int64_problem,
+    show,
+    surrogate_in_text,
+)
 
 MAX_NUMBER_CHARS = 100        # digits of one JSON number
 
@@ -33,12 +46,11 @@ class _JsonReader:
         self.text = text
         self.name = name
         self.loc = Located(None)
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.lines = LineIndex(text)
         self.nodes = 0
 
     def mark(self, pos: int) -> Mark:
-        line = bisect.bisect_right(self.starts, pos)
-        return (line, pos - self.starts[line - 1] + 1)
+        return self.lines.mark(pos)
 
     def fail(self, pos: int, msg: str) -> SpecError:
         return fail(self.name, *self.mark(pos), f"JSON: {msg}")
@@ -47,6 +59,7 @@ class _JsonReader:
         return _WS.match(self.text, pos).end()  # type: ignore[union-attr]
 
     def read(self) -> Located:
+        surrogate_in_text(self.text, self.name)
         pos = self.ws(0)
         if pos == len(self.text):
             raise self.fail(pos, "the file is empty")
@@ -54,6 +67,9 @@ class _JsonReader:
         pos = self.ws(pos)
         if pos != len(self.text):
             raise self.fail(pos, "extra data after the top-level value")
+        errs = Errors(self.name, self.loc)
+        check_data(self.loc.data, errs)  # strings (escapes such as "\\ud800", "\\u0000")
+        errs.raise_()
         return self.loc
 
     def string(self, pos: int) -> tuple[str, int]:
@@ -65,7 +81,7 @@ class _JsonReader:
     def value(self, pos: int, path: Path_, depth: int) -> tuple[Any, int]:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise self.fail(pos, f"more than {MAX_NODES} values")
+            raise self.fail(pos, f"more than {MAX_NODES} keys and values")
         if depth > MAX_NESTING:
             raise self.fail(pos, f"nested deeper than {MAX_NESTING} levels")
         text = self.text
@@ -84,12 +100,13 @@ class _JsonReader:
                 kpos = pos
                 key, pos = self.string(pos)
                 if key in out:
-                    raise fail(self.name, *self.mark(kpos), f"JSON: duplicate key {key!r}",
+                    raise fail(self.name, *self.mark(kpos), f"JSON: duplicate key {show(key)}",
                                 (*path, key))
                 pos = self.ws(pos)
                 if not text.startswith(":", pos):
                     raise self.fail(pos, "expected ':' after the key")
                 self.loc.keys[(*path, key)] = self.mark(kpos)
+                self.nodes += 1  # keys count too: each costs a pydantic error if unknown
                 out[key], pos = self.value(self.ws(pos + 1), (*path, key), depth + 1)
                 pos = self.ws(pos)
                 if text.startswith(",", pos):
@@ -129,9 +146,14 @@ class _JsonReader:
                 return float(m.group()), m.end()
             except (ValueError, OverflowError):
                 raise self.fail(pos, f"bad number {m.group()!r}") from None
-        return int(integer), m.end()
+        value = int(integer)  # at most MAX_NUMBER_CHARS digits: cheap, and printable
+        why = int64_problem(value, m.group())
+        if why:
+            raise fail(self.name, *self.mark(pos), why, path)
+        return value, m.end()
 
 
 def load_json(text: str, name: str) -> Located:
-    return _JsonReader(text, name).read()
+    with gc_paused():
+        return _JsonReader(text, name).read()
 
