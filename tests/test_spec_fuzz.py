@@ -76,7 +76,7 @@ def check_load(text: str, fmt: str) -> None:
             lines = str(e).splitlines()
             assert lines, "empty message"
             for ln in lines:
-                assert LINE.match(ln) or ln.startswith("... and "), ln
+                assert LINE.match(ln), ln
 
 
 # ----------------------------------------------------------------------------- strategies

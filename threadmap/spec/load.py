@@ -7,17 +7,18 @@ problem is a :class:`threadmap.errors.SpecError` whose message has one line per 
 
     specs/t.yaml:12:15: stages[0].copy.src.threads: thread layout has 128 threads, but threads = 256
 
-Where positions come from:
+Where positions come from (one reader per format, each bounded in time and memory; see
+:mod:`threadmap.spec.yaml_reader`, :mod:`~threadmap.spec.json_reader`,
+:mod:`~threadmap.spec.toml_reader`):
 
-* YAML: the node tree (``yaml.compose`` with the safe loader) gives the mark of every key and
-  value; values are built from the nodes by PyYAML's *safe* constructors only.  Alias
-  expansion is bounded (:data:`MAX_NODES`), duplicate keys are an error.
-* JSON: a small position-recording recursive-descent reader (strings by the standard
-  library's ``scanstring``), strict JSON (no NaN/Infinity), duplicate keys are an error.
-* TOML: ``tomllib`` parses; positions are an approximation: the line and column of the key
-  text, found by scanning headers (``[a.b]``, ``[[a]]``) and ``key =`` assignments in path
-  order; an array item is located at its item inside an inline array or at the n-th
-  ``[[array]]`` header, otherwise at the array's key.
+* YAML: the node tree of the safe loader gives the mark of every key and value; alias and
+  merge expansion is bounded, duplicate keys are errors.
+* JSON: a position-recording strict reader (no NaN/Infinity, no duplicate keys).
+* TOML: ``tomllib`` parses; one scanning pass over the text records where every key path and
+  array item is (a ``key = value`` entry is located at its key).
+
+Every integer must fit in 64 bits and every string be printable text; otherwise the reader
+reports the literal's position.
 
 For "field missing" errors the position is the mapping that lacks the field; for unknown
 fields it is the unknown key; otherwise it is the offending value.
@@ -37,7 +38,7 @@ from threadmap.errors import SpecError
 from threadmap.layout import parse_layout
 from threadmap.spec.expr import evaluate
 from threadmap.spec.json_reader import load_json
-from threadmap.spec.located import Errors, Mark, Path_, fail, fmt_path
+from threadmap.spec.located import Errors, Mark, Path_, clean, fail, fmt_path
 from threadmap.spec.parsed import ParsedSpec
 from threadmap.spec.pydantic_errors import report_validation_errors
 from threadmap.spec.schema import Spec
@@ -105,7 +106,7 @@ class LoadedSpec:
     def error(self, path: Sequence[Any], msg: str) -> SpecError:
         """A :class:`SpecError` located at ``path`` (for problems found later, e.g. by the
         simulator): ``FILE:LINE:COL: field.path: msg``."""
-        return SpecError(f"{self.where(*path)}: {fmt_path(path)}: {msg}")
+        return SpecError(clean(f"{self.where(*path)}: {fmt_path(path)}: {msg}"))
 
 
 # ----------------------------------------------------------------------------- entry points

@@ -161,8 +161,8 @@ Stage = Copy | Literal["barrier"]
 class SectorBound(_Model):
     """Separate coalescing bounds for loads (copy sources) and stores (copy destinations)."""
 
-    load: float | None = Field(None, gt=0, description="max ratio to ideal for global loads")
-    store: float | None = Field(None, gt=0, description="max ratio to ideal for global stores")
+    load: float | None = Field(None, ge=1, allow_inf_nan=False, description="max ratio to ideal for global loads")
+    store: float | None = Field(None, ge=1, allow_inf_nan=False, description="max ratio to ideal for global stores")
 
 
 class Expect(_Model):
@@ -172,7 +172,7 @@ class Expect(_Model):
     transform: Literal["copy", "transpose", "none"] = "none"
     coverage: Literal["exact", "replicated"] = "exact"
     bank_conflicts: StrictInt | None = Field(None, ge=0, description="max extra wavefronts per instruction")
-    sectors_per_request: Annotated[float, Field(gt=0)] | SectorBound | None = Field(
+    sectors_per_request: Annotated[float, Field(ge=1, allow_inf_nan=False)] | SectorBound | None = Field(
         None, description="max ratio of sectors per request to the ideal, for every global side, "
                           "or separately {load: x, store: y}")
     vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(

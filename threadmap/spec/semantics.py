@@ -197,7 +197,7 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         undefined = sorted(e.names() - names)
         if undefined:
             errs.add(p, f"undefined name {undefined[0]!r} in {str(x)!r}"
-                     f"{'' if p[-2] == 'at' else ' (names here are the sizes)'}; "
+                     f"{'' if len(p) > 1 and p[-2] == 'at' else ' (names here are the sizes)'}; "
                      f"defined: {', '.join(sorted(names)) or 'none'}")
             bad_expr.add(p)
     bad_layout: set[Path_] = set()
