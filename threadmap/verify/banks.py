@@ -23,8 +23,8 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.blocks import Memo, per_block, period, view_of
+from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.util import as_tables, ones
 
 _BIG = np.int64(1) << 62

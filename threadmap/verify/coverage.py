@@ -31,8 +31,8 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoverageSummary, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.blocks import Memo, per_block, view_of
+from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import as_tables, colex, counted_rows, delinearize, in_bounds, ones
 
 KIND_CAP = 8  # findings kept per kind, so every kind shows up in the capped list

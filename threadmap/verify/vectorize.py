@@ -22,9 +22,9 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, VectorizeSummary
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.coalescing import access_legality
-from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.util import as_tables, ones
 
 
