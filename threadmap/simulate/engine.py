@@ -94,6 +94,58 @@ def _affine_strides(side: SideModel, local: tuple[np.ndarray, ...]) -> tuple[int
     return d
 
 
+@dataclass(frozen=True)
+class Pattern:
+    """How a simulator table was built, per block: ``x[b * pb + r] == start[b] + rel[r]`` for
+    each array named (the coordinate modes, and the byte addresses when ``addr_start`` is
+    set).  The arrays are made read-only, so the statement stays true of ``arrays``."""
+
+    arrays: tuple[np.ndarray, ...]            # the coordinate arrays, then addr when covered
+    coord_start: tuple[np.ndarray, ...]       # per mode, (nb,)
+    coord_rel: tuple[np.ndarray, ...]         # per mode, (pb,)
+    addr_start: np.ndarray | None = None      # (nb,)
+    addr_rel: np.ndarray | None = None        # (pb,)
+
+
+class Arena:
+    """Output buffers reused from one chunk of blocks to the next.
+
+    A driver that drops each chunk's tables before simulating the next (the enumeration) lends
+    the simulator an arena: the tables' arrays are then views of the same buffers every chunk,
+    so no chunk pays for fresh memory (the page faults of a freed and re-mapped megabyte cost
+    more than filling it).  Tables built with an arena are only valid until the next chunk."""
+
+    def __init__(self) -> None:
+        self.bufs: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def take(self, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
+        """A writable (nb, pb) array of ``dtype`` (contents undefined)."""
+        n = nb * pb
+        b = self.bufs.get(key)
+        if b is None or b.size < n or b.dtype != np.dtype(dtype):
+            b = np.empty(n, dtype=dtype)
+            self.bufs[key] = b
+        return b[:n].reshape(nb, pb)
+
+
+def _out(arena: Arena | None, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
+    return np.empty((nb, pb), dtype=dtype) if arena is None else arena.take(key, nb, pb, dtype)
+
+
+def _tile(arena: Arena | None, key: tuple[Any, ...], tpl: np.ndarray, nb: int) -> np.ndarray:
+    """``tpl`` repeated for every block, flat."""
+    out = _out(arena, key, nb, tpl.size, tpl.dtype)
+    out[...] = tpl[None, :]
+    return out.reshape(-1)
+
+
+def _outer_add(arena: Arena | None, key: tuple[Any, ...], col: np.ndarray, tpl: np.ndarray) -> np.ndarray:
+    """``col[b] + tpl[r]`` in block-major order, flat."""
+    out = _out(arena, key, col.size, tpl.size, np.int64)
+    np.add(col[:, None], tpl[None, :], out=out)
+    return out.reshape(-1)
+
+
 class Simulator:
     """Access tables of a :class:`KernelModel` for any list of blocks."""
 
@@ -104,24 +156,27 @@ class Simulator:
     def rows_per_block(self) -> int:
         return sum(self.plans[(s.stage, s.which)].perm.size for s in self.model.sides())
 
-    def stage_tables(self, cp: CopyModel, blocks: np.ndarray) -> tuple[AccessTable, AccessTable]:
-        """The tables of both sides of ``cp`` for ``blocks`` (the predicate joins both sides)."""
+    def stage_tables(self, cp: CopyModel, blocks: np.ndarray,
+                     arena: Arena | None = None) -> tuple[AccessTable, AccessTable]:
+        """The tables of both sides of ``cp`` for ``blocks`` (the predicate joins both sides);
+        with an ``arena`` their arrays live in its buffers (see :class:`Arena`)."""
         blocks = np.asarray(blocks, dtype=np.int64)
         nb = blocks.size
-        src = self._side(cp.src, blocks)
-        dst = self._side(cp.dst, blocks)
+        src = self._side(cp.src, blocks, arena)
+        dst = self._side(cp.dst, blocks, arena)
         s_in, d_in = src.meta.pop("inb"), dst.meta.pop("inb")
         s_part, d_part = src.meta.pop("edge"), dst.meta.pop("edge")
         for t in (src, dst):
             # every row of a block is performed unless the predicate masks some
             pv = self.plans[(t.stage, t.side)].valid
-            t.pred = np.ones(len(t), dtype=bool) if pv is None else np.tile(pv, nb)
+            pb = self.plans[(t.stage, t.side)].perm.size
+            t.pred = _tile(arena, (t.stage, t.side, "pred"), np.ones(pb, dtype=bool) if pv is None else pv, nb)
         if cp.predicate != "none":
             # only blocks with an out-of-bounds row on either side need the join
             part = np.flatnonzero(s_part | d_part)
             if part.size:
-                sub_s = np.ones((part.size, len(src) // nb), dtype=bool) if s_in is None else s_in[part]
-                sub_d = np.ones((part.size, len(dst) // nb), dtype=bool) if d_in is None else d_in[part]
+                sub_s = np.ones((part.size, src.per_block), dtype=bool) if s_in is None else s_in[part]
+                sub_d = np.ones((part.size, dst.per_block), dtype=bool) if d_in is None else d_in[part]
                 ok = self._to_tv(cp.src, sub_s.reshape(-1), part.size) & \
                     self._to_tv(cp.dst, sub_d.reshape(-1), part.size)
                 for side, t in ((cp.src, src), (cp.dst, dst)):
@@ -131,9 +186,9 @@ class Simulator:
                         p2[part] &= t.valid.reshape(nb, -1)[part]
         return src, dst
 
-    def tables(self, blocks: np.ndarray) -> list[tuple[AccessTable, AccessTable] | str]:
+    def tables(self, blocks: np.ndarray, arena: Arena | None = None) -> list[tuple[AccessTable, AccessTable] | str]:
         """Every stage for ``blocks``: ``(src, dst)`` tables, or ``"barrier"``."""
-        return [st if isinstance(st, str) else self.stage_tables(st, blocks) for st in self.model.stages]
+        return [st if isinstance(st, str) else self.stage_tables(st, blocks, arena) for st in self.model.stages]
 
     def chunks(self, blocks: np.ndarray, rows: int = CHUNK_ROWS) -> Iterator[np.ndarray]:
         """``blocks`` in chunks of about ``rows`` rows (all stages together)."""
@@ -158,29 +213,35 @@ class Simulator:
         plan = self.plans[(side.stage, side.which)]
         return x[:, np.where(plan.perm >= 0, plan.perm, 0)].reshape(-1)
 
-    def _side(self, side: SideModel, blocks: np.ndarray) -> AccessTable:
+    def _side(self, side: SideModel, blocks: np.ndarray, arena: Arena | None = None) -> AccessTable:
         """One side's rows: per block its origin plus the plan's template (one broadcast add per
         array); in-bounds flags only for the blocks whose box of coordinates leaves the tensor."""
         plan = self.plans[(side.stage, side.which)]
         nb, pb = blocks.size, plan.perm.size
         n = nb * pb
-        valid = None if plan.valid is None else np.tile(plan.valid, nb)
+        key = (side.stage, side.which)
+        valid = None if plan.valid is None else _tile(arena, (*key, "valid"), plan.valid, nb)
         if side.tensor is None:  # registers: (thread, value) of each row
             assert plan.reg is not None
             th, va = plan.reg
-            coords = (np.tile(th, nb), np.tile(va, nb))
-            off = np.tile(va, nb)
+            coords = (_tile(arena, (*key, 0), th, nb), _tile(arena, (*key, 1), va, nb))
+            off = _tile(arena, (*key, "off"), va, nb)
             t = AccessTable(side.stage, side.which, side.name, "register", side.elem_bytes, side.vec,
                             side.shape, side.partition.threads, side.partition.values, blocks, coords,
-                            np.ones(n, dtype=bool), off, np.tile(va * side.elem_bytes, nb), valid, side.name,
-                            side.tile, None)
+                            np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), va * side.elem_bytes, nb),
+                            valid, side.name, side.tile, None)
             t.meta["inb"] = None
             t.meta["edge"] = np.zeros(nb, dtype=bool)
+            addr_tpl = va * side.elem_bytes
+            _certify(t, tuple(np.full(nb, x[0] if x.size else 0, dtype=np.int64) for x in (th, va)),
+                     tuple(x - (x[0] if x.size else 0) for x in (th, va)),
+                     np.full(nb, addr_tpl[0] if addr_tpl.size else 0, dtype=np.int64),
+                     addr_tpl - (addr_tpl[0] if addr_tpl.size else 0))
             return t
         tensor = side.tensor
         origins = self.model.origins(side, blocks)
         R = len(plan.local)
-        coords = tuple(np.add(origins[:, k, None], plan.local[k][None, :]).reshape(-1) for k in range(R))
+        coords = tuple(_outer_add(arena, (*key, k), origins[:, k], plan.local[k]) for k in range(R))
         # a block is inside the tensor iff its box [origin + lo, origin + hi] is
         edge = np.zeros(nb, dtype=bool)
         for k, ext in enumerate(tensor.shape[:R]):
@@ -196,28 +257,40 @@ class Simulator:
                 sub = np.repeat(sub.reshape(-1, side.vec).all(axis=1), side.vec).reshape(part.size, pb)
             inb[part] = sub
         e = tensor.elem_bytes
+        a_start: np.ndarray | None = None
+        a_rel: np.ndarray | None = None
         if plan.off_local is not None and plan.strides is not None:
             # affine layout: offset = origin . strides + local . strides, exactly
             ob = origins[:, :R] @ np.asarray(plan.strides, dtype=np.int64) + tensor.offset
-            off = np.add(ob[:, None], plan.off_local[None, :]).reshape(-1)
-            addr = np.add((tensor.base + ob * e)[:, None], (plan.off_local * e)[None, :]).reshape(-1)
+            off = _outer_add(arena, (*key, "off"), ob, plan.off_local)
+            a_tpl = plan.off_local * e
+            a_blk = tensor.base + ob * e
+            addr = _outer_add(arena, (*key, "addr"), a_blk, a_tpl)
+            if pb:
+                a_start, a_rel = a_blk + a_tpl[0], a_tpl - a_tpl[0]
         elif nb and bool((origins == origins[:1]).all()):
             # every block at one origin (shared tiles): one evaluation of the layout, repeated
-            key = tuple(int(x) for x in origins[0])
-            tpl = plan.at_origin.get(key)
+            where = tuple(int(x) for x in origins[0])
+            tpl = plan.at_origin.get(where)
             if tpl is None:
                 tpl = self._offsets(tensor, tuple(c[:pb] for c in coords), pb)
-                plan.at_origin[key] = tpl
-            off = np.tile(tpl, nb)
-            addr = np.tile(tensor.base + tpl * e, nb)
+                plan.at_origin[where] = tpl
+            off = _tile(arena, (*key, "off"), tpl, nb)
+            a_tpl = tensor.base + tpl * e
+            addr = _tile(arena, (*key, "addr"), a_tpl, nb)
+            if pb:
+                a_start, a_rel = np.full(nb, a_tpl[0], dtype=np.int64), a_tpl - a_tpl[0]
         else:
             off = self._offsets(tensor, coords, n)
             addr = tensor.base + off * e
         t = AccessTable(side.stage, side.which, side.name, tensor.memory, tensor.elem_bytes, side.vec,
                         tensor.shape, side.partition.threads, side.partition.values, blocks, coords,
-                        np.ones(n, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins)
+                        np.ones(0, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins)
         t.meta["inb"] = inb
         t.meta["edge"] = edge
+        if pb:
+            _certify(t, tuple(origins[:, k] + plan.local[k][0] for k in range(R)),
+                     tuple(plan.local[k] - plan.local[k][0] for k in range(R)), a_start, a_rel)
         return t
 
     @staticmethod
@@ -232,3 +305,12 @@ class Simulator:
     def _predicate(self, side: SideModel) -> str:
         st = self.model.stages[side.stage]
         return st.predicate if isinstance(st, CopyModel) else "none"
+
+
+def _certify(t: AccessTable, coord_start: tuple[np.ndarray, ...], coord_rel: tuple[np.ndarray, ...],
+             addr_start: np.ndarray | None, addr_rel: np.ndarray | None) -> None:
+    """Record the table's :class:`Pattern` (``meta['pattern']``) and freeze the arrays it describes."""
+    arrays = tuple(t.coords) + ((t.addr,) if addr_start is not None else ())
+    for a in arrays:
+        a.flags.writeable = False
+    t.meta["pattern"] = Pattern(arrays, coord_start, coord_rel, addr_start, addr_rel)

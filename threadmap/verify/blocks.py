@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
+from threadmap.simulate.engine import Pattern
 
 
 class Shifted:
@@ -29,13 +30,20 @@ class Shifted:
 
     __slots__ = ("ok", "start", "rel", "lo", "hi")
 
-    def __init__(self, x: np.ndarray, nb: int, pb: int) -> None:
-        x2 = x.reshape(nb, pb)
-        self.rel = x2[0] - x2[0, 0]
-        d = np.subtract(x2, self.rel[None, :])
-        # d[b, r] == d[b, 0] for every r iff block b is the reference pattern shifted by d[b, 0]
-        self.ok = np.equal(d, d[:, :1]).all(axis=1)
-        self.start = x2[:, 0].copy()
+    def __init__(self, x: np.ndarray | None, nb: int, pb: int,
+                 known: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        if known is not None:
+            # the simulator built x as start + rel (and froze it): every block follows
+            self.start, self.rel = known
+            self.ok = np.ones(nb, dtype=bool)
+        else:
+            assert x is not None
+            x2 = x.reshape(nb, pb)
+            self.rel = x2[0] - x2[0, 0]
+            d = np.subtract(x2, self.rel[None, :])
+            # d[b, r] == d[b, 0] for every r iff block b is the reference pattern shifted by d[b, 0]
+            self.ok = np.equal(d, d[:, :1]).all(axis=1)
+            self.start = x2[:, 0].copy()
         self.lo = int(self.rel.min()) if pb else 0
         self.hi = int(self.rel.max()) if pb else 0
 
@@ -69,11 +77,31 @@ class BlockView:
         return np.equal(p2, self.vtpl[None, :]).all(axis=1)
 
     @cached_property
+    def pattern(self) -> Pattern | None:
+        """The simulator's statement of how it built the table, if it is about these arrays."""
+        p = self.t.meta.get("pattern")
+        if not isinstance(p, Pattern):
+            return None
+        starts = p.coord_start + ((p.addr_start,) if p.addr_start is not None else ())
+        if any(x.shape != (self.nb,) for x in starts):
+            return None
+        mine = tuple(self.t.coords) + ((self.t.addr,) if p.addr_start is not None else ())
+        if len(mine) != len(p.arrays) or any(a is not b or a.flags.writeable for a, b in zip(mine, p.arrays)):
+            return None
+        return p
+
+    @cached_property
     def addr(self) -> Shifted:
+        p = self.pattern
+        if p is not None and p.addr_start is not None and p.addr_rel is not None:
+            return Shifted(None, self.nb, self.pb, (p.addr_start, p.addr_rel))
         return Shifted(self.t.addr, self.nb, self.pb)
 
     @cached_property
     def coords(self) -> list[Shifted]:
+        p = self.pattern
+        if p is not None:
+            return [Shifted(None, self.nb, self.pb, (s, r)) for s, r in zip(p.coord_start, p.coord_rel)]
         return [Shifted(c, self.nb, self.pb) for c in self.t.coords]
 
     @cached_property

@@ -30,7 +30,7 @@ import numpy as np
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, SpecRun, Totals
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Simulator
+from threadmap.simulate.engine import Arena, Simulator
 from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.verify.blocks import attach_view
 from threadmap.verify.check import CHECKS, Accumulator, canonical
@@ -179,8 +179,9 @@ def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions,
             acc.group = legacy
     chunks = list(sim.chunks(blocks, legacy * max(1, ENUM_ROWS // max(1, legacy * sim.rows_per_block()))
                              * sim.rows_per_block()))
+    arena = Arena()  # each chunk's tables are dropped before the next is simulated
     for ci, ch in enumerate(chunks):
-        tables = sim.tables(ch)
+        tables = sim.tables(ch, arena)
         _attach(tables)
         w = np.ones(ch.size, dtype=np.int64)
         _feed(st, tables, w)
