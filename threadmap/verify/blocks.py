@@ -180,10 +180,7 @@ def per_block(t: AccessTable, eligible: np.ndarray, keys: np.ndarray | None, mem
     rest = np.flatnonzero(~eligible)
     parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
     if el.size:
-        k = np.asarray(keys)[el]
-        k2 = k.reshape(k.shape[0], -1)
-        uk, first, inv = np.unique(k2, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+        uk, first, inv = group_rows(np.asarray(keys)[el])
         recs = []
         for j in range(uk.shape[0]):
             key = tuple(int(x) for x in uk[j])
@@ -217,3 +214,16 @@ def _stack(rows: list[np.ndarray]) -> np.ndarray:
     for i, r in enumerate(rows):
         out[i, :np.asarray(r).shape[0]] = r
     return out
+
+
+def group_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_index=True, return_inverse=True)`` for an (n,) or (n, k)
+    integer array, fast when every row is the same (the common case: one pattern)."""
+    k2 = keys.reshape(keys.shape[0], -1)
+    if k2.shape[0] == 0 or bool((k2 == k2[:1]).all()):
+        return k2[:1], np.zeros(min(1, k2.shape[0]), dtype=np.int64), np.zeros(k2.shape[0], dtype=np.int64)
+    if k2.shape[1] == 1:
+        uk, first, inv = np.unique(k2[:, 0], return_index=True, return_inverse=True)
+        return uk[:, None], first, inv.reshape(-1)
+    uk, first, inv = np.unique(k2, axis=0, return_index=True, return_inverse=True)
+    return uk, first, inv.reshape(-1)

@@ -189,51 +189,53 @@ class TileCoverage(Accumulator):
         w = np.asarray(weights, dtype=np.int64)
         hist = st["hist"]
         vals = np.arange(hist.shape[1])
+        # replication groups: consecutive blocks in the order added
         g = self.group or nb
-        first = 0
-        while first < nb:
-            last = min(nb, first + g - (self.seen % g))
-            self._group(t, st, hist, vals, w, first, last, shared)
-            self.seen += last - first
-            first = last
-        if not self.group:
-            self.seen = 0
+        gid = (self.seen + np.arange(nb)) // g if self.group else np.zeros(nb, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        if self.replication:
+            tot = np.add.reduceat(hist, starts, axis=0)
+            tot[:, 0] = 0
+            r_g = np.where(tot.any(axis=1), tot.argmax(axis=1), 0)
+        else:
+            r_g = np.ones(starts.size, dtype=np.int64)
+        r_b = np.repeat(r_g, np.diff(np.r_[starts, nb]))
+        off = (vals[None, :] > 0) & (vals[None, :] != r_b[:, None])
+        bad = (hist * off).sum(axis=1)
+        ndup = (hist * np.where(off, np.abs(vals[None, :] - r_b[:, None]), 0)).sum(axis=1)
+        per = {"elements": st["elements"], "accesses": st["accesses"], "missing": st["missing"],
+               "duplicate_cells": bad, "duplicates": ndup, "out_of_tile": st["out_of_tile"],
+               "out_of_bounds": st["out_of_bounds"]}
+        self.n["blocks"] += int(w.sum())
+        for k, x in per.items():
+            self.n[k] += int((x * w).sum())
+        wg = np.add.reduceat(w, starts)
+        for r, x in zip(r_g.tolist(), wg.tolist()):
+            self.rep_hist[int(r)] += int(x)
+        kinds = {"duplicate": bad, "missing": per["missing"], "out_of_tile": per["out_of_tile"]}
+        if shared:
+            kinds["out_of_bounds"] = per["out_of_bounds"]
+        want = False
+        for kind, cnt in kinds.items():
+            self.kind_total[kind] += int((cnt * w).sum())
+            want |= KIND_CAP > len(self.findings[kind]) and bool(cnt.any())
+        if want:
+            for i0, i1, r in zip(starts.tolist(), np.r_[starts[1:], nb].tolist(), r_g.tolist()):
+                self._witnesses(t, {k: v[i0:i1] for k, v in kinds.items()}, i0, int(r), shared)
+        self.seen = self.seen + nb if self.group else 0
         self._tallies.append({"block": t.blocks.copy(), "weight": w, "covered": st["covered"],
                               "accesses": st["accesses"], "out_of_tile": st["out_of_tile"],
                               "out_of_bounds": st["out_of_bounds"], "hist": hist})
 
-    def _group(self, t: AccessTable, st: dict[str, np.ndarray], hist: np.ndarray, vals: np.ndarray,
-               w: np.ndarray, i0: int, i1: int, shared: bool) -> None:
-        """Account blocks ``[i0, i1)`` of ``t``: one group."""
-        h = hist[i0:i1]
-        if self.replication:
-            tot = h.sum(axis=0)
-            tot[0] = 0
-            r = int(np.argmax(tot)) if tot.any() else 0
-        else:
-            r = 1
-        off = (vals > 0) & (vals != r)
-        bad = (h * off).sum(axis=1)
-        ndup = (h * np.where(off, np.abs(vals - r), 0)).sum(axis=1)
-        wg = w[i0:i1]
-        per = {"elements": st["elements"][i0:i1], "accesses": st["accesses"][i0:i1],
-               "missing": st["missing"][i0:i1], "duplicate_cells": bad, "duplicates": ndup,
-               "out_of_tile": st["out_of_tile"][i0:i1], "out_of_bounds": st["out_of_bounds"][i0:i1]}
-        self.n["blocks"] += int(wg.sum())
-        for k, x in per.items():
-            self.n[k] += int((x * wg).sum())
-        self.rep_hist[r] += int(wg.sum())
-        kinds = {"duplicate": bad, "missing": per["missing"], "out_of_tile": per["out_of_tile"]}
-        if shared:
-            kinds["out_of_bounds"] = per["out_of_bounds"]
+    def _witnesses(self, t: AccessTable, kinds: dict[str, np.ndarray], i0: int, r: int, shared: bool) -> None:
+        """Witnesses of one group (its blocks start at ``i0`` in ``t``), in block order, from the
+        first blocks that have each kind."""
         pick: set[int] = set()
         for kind, cnt in kinds.items():
-            self.kind_total[kind] += int((cnt * wg).sum())
             room = KIND_CAP - len(self.findings[kind])
             if room > 0:
                 pick.update(int(b) for b in np.flatnonzero(cnt)[:room])
         if pick:
-            # witnesses, in block order, from the first blocks that have each kind
             sub = t.select_blocks(np.asarray(sorted(pick), dtype=np.int64) + i0)
             m = _matrices(sub, self.tile)
             if self.replication:

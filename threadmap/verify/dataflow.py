@@ -38,7 +38,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, DataflowSummary, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.verify.blocks import Memo, view_of
+from threadmap.verify.blocks import Memo, group_rows, view_of
 from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import colex, delinearize, in_bounds
 
@@ -213,8 +213,7 @@ class Dataflow(Accumulator):
         extra = np.zeros(nb, dtype=bool)  # blocks simulated directly for their findings only
         el = np.flatnonzero(eligible)
         if el.size:
-            uk, first, inv = np.unique(keys[el], axis=0, return_index=True, return_inverse=True)
-            inv = inv.reshape(-1)
+            uk, first, inv = group_rows(keys[el])
             recs = []
             for j in range(uk.shape[0]):
                 key = tuple(int(x) for x in uk[j])
