@@ -29,6 +29,9 @@ from threadmap.simulate.access import AccessTable
 CHUNK_ROWS = 1 << 17
 
 
+_ONES: dict[int, np.ndarray] = {}
+
+
 @dataclass(frozen=True)
 class _SidePlan:
     """A side's block-independent part in instruction order."""
@@ -44,8 +47,16 @@ class _SidePlan:
     strides: tuple[int, ...] | None = None
     #: registers: (thread, value) of every row, and its byte addresses
     reg: tuple[np.ndarray, np.ndarray] | None = None
-    #: non-affine layouts: element offsets of the tile at one origin, by origin
-    at_origin: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict)
+    #: non-affine layouts: element offsets (and byte addresses) of the tile at one origin
+    at_origin: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    reg_addr: np.ndarray | None = None
+    coords_at: dict[tuple[int, ...], tuple[np.ndarray, ...]] = field(default_factory=dict)
+
+    @property
+    def ones(self) -> np.ndarray:
+        if self.perm.size not in _ONES:
+            _ONES[self.perm.size] = np.ones(self.perm.size, dtype=bool)
+        return _ONES[self.perm.size]
 
 
 def _plan(side: SideModel, threads: int) -> _SidePlan:
@@ -65,7 +76,7 @@ def _plan(side: SideModel, threads: int) -> _SidePlan:
     valid = None if bool(real.all()) else real
     if side.tensor is None:
         th, va = src // V, src % V
-        return _SidePlan(perm, local, valid, lo, hi, reg=(th, va))
+        return _SidePlan(perm, local, valid, lo, hi, reg=(th, va), reg_addr=va * side.elem_bytes)
     strides = _affine_strides(side, local)
     off_local = None
     if strides is not None:
@@ -117,15 +128,30 @@ class Arena:
 
     def __init__(self) -> None:
         self.bufs: dict[tuple[Any, ...], np.ndarray] = {}
+        #: buffers holding a template repeated: key -> (the template, blocks filled)
+        self.tiled: dict[tuple[Any, ...], tuple[np.ndarray, int]] = {}
 
     def take(self, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
         """A writable (nb, pb) array of ``dtype`` (contents undefined)."""
         n = nb * pb
         b = self.bufs.get(key)
+        self.tiled.pop(key, None)
         if b is None or b.size < n or b.dtype != np.dtype(dtype):
             b = np.empty(n, dtype=dtype)
             self.bufs[key] = b
         return b[:n].reshape(nb, pb)
+
+    def tile(self, key: tuple[Any, ...], tpl: np.ndarray, nb: int) -> np.ndarray:
+        """``tpl`` repeated ``nb`` times, flat; the previous chunk's copy is kept when it holds
+        the same template object for as many blocks (the simulator's templates never change)."""
+        have = self.tiled.get(key)
+        b = self.bufs.get(key)
+        if have is not None and b is not None and have[0] is tpl and have[1] >= nb:
+            return b[:nb * tpl.size]
+        out = self.take(key, nb, tpl.size, tpl.dtype)
+        out[...] = tpl[None, :]
+        self.tiled[key] = (tpl, nb)
+        return out.reshape(-1)
 
 
 def _out(arena: Arena | None, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
@@ -134,9 +160,9 @@ def _out(arena: Arena | None, key: tuple[Any, ...], nb: int, pb: int, dtype: Any
 
 def _tile(arena: Arena | None, key: tuple[Any, ...], tpl: np.ndarray, nb: int) -> np.ndarray:
     """``tpl`` repeated for every block, flat."""
-    out = _out(arena, key, nb, tpl.size, tpl.dtype)
-    out[...] = tpl[None, :]
-    return out.reshape(-1)
+    if arena is not None:
+        return arena.tile(key, tpl, nb)
+    return np.tile(tpl, nb)
 
 
 def _outer_add(arena: Arena | None, key: tuple[Any, ...], col: np.ndarray, tpl: np.ndarray) -> np.ndarray:
@@ -169,8 +195,8 @@ class Simulator:
         for t in (src, dst):
             # every row of a block is performed unless the predicate masks some
             pv = self.plans[(t.stage, t.side)].valid
-            pb = self.plans[(t.stage, t.side)].perm.size
-            t.pred = _tile(arena, (t.stage, t.side, "pred"), np.ones(pb, dtype=bool) if pv is None else pv, nb)
+            plan = self.plans[(t.stage, t.side)]
+            t.pred = _tile(arena, (t.stage, t.side, "pred"), plan.ones if pv is None else pv, nb)
         if cp.predicate != "none":
             # only blocks with an out-of-bounds row on either side need the join
             part = np.flatnonzero(s_part | d_part)
@@ -180,6 +206,8 @@ class Simulator:
                 ok = self._to_tv(cp.src, sub_s.reshape(-1), part.size) & \
                     self._to_tv(cp.dst, sub_d.reshape(-1), part.size)
                 for side, t in ((cp.src, src), (cp.dst, dst)):
+                    if arena is not None:
+                        arena.tiled.pop((t.stage, t.side, "pred"), None)  # no longer the template
                     p2 = t.pred.reshape(nb, -1)
                     p2[part] = self._from_tv(side, ok, part.size).reshape(part.size, -1)
                     if t.valid is not None:
@@ -228,11 +256,12 @@ class Simulator:
             off = _tile(arena, (*key, "off"), va, nb)
             t = AccessTable(side.stage, side.which, side.name, "register", side.elem_bytes, side.vec,
                             side.shape, side.partition.threads, side.partition.values, blocks, coords,
-                            np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), va * side.elem_bytes, nb),
+                            np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), plan.reg_addr, nb),
                             valid, side.name, side.tile, None)
             t.meta["inb"] = None
             t.meta["edge"] = np.zeros(nb, dtype=bool)
-            addr_tpl = va * side.elem_bytes
+            addr_tpl = plan.reg_addr
+            assert addr_tpl is not None
             _certify(t, tuple(np.full(nb, x[0] if x.size else 0, dtype=np.int64) for x in (th, va)),
                      tuple(x - (x[0] if x.size else 0) for x in (th, va)),
                      np.full(nb, addr_tpl[0] if addr_tpl.size else 0, dtype=np.int64),
@@ -241,7 +270,17 @@ class Simulator:
         tensor = side.tensor
         origins = self.model.origins(side, blocks)
         R = len(plan.local)
-        coords = tuple(_outer_add(arena, (*key, k), origins[:, k], plan.local[k]) for k in range(R))
+        same = nb > 0 and bool((origins == origins[:1]).all())
+        if same:
+            # every block at one origin (shared tiles): the same coordinates, repeated
+            where = tuple(int(x) for x in origins[0])
+            at = plan.coords_at.get(where)
+            if at is None:
+                at = tuple(np.ascontiguousarray(plan.local[k] + origins[0, k]) for k in range(R))
+                plan.coords_at[where] = at
+            coords = tuple(_tile(arena, (*key, k), at[k], nb) for k in range(R))
+        else:
+            coords = tuple(_outer_add(arena, (*key, k), origins[:, k], plan.local[k]) for k in range(R))
         # a block is inside the tensor iff its box [origin + lo, origin + hi] is
         edge = np.zeros(nb, dtype=bool)
         for k, ext in enumerate(tensor.shape[:R]):
@@ -268,15 +307,13 @@ class Simulator:
             addr = _outer_add(arena, (*key, "addr"), a_blk, a_tpl)
             if pb:
                 a_start, a_rel = a_blk + a_tpl[0], a_tpl - a_tpl[0]
-        elif nb and bool((origins == origins[:1]).all()):
-            # every block at one origin (shared tiles): one evaluation of the layout, repeated
-            where = tuple(int(x) for x in origins[0])
-            tpl = plan.at_origin.get(where)
-            if tpl is None:
+        elif same:
+            # one evaluation of the layout, repeated
+            if where not in plan.at_origin:
                 tpl = self._offsets(tensor, tuple(c[:pb] for c in coords), pb)
-                plan.at_origin[where] = tpl
+                plan.at_origin[where] = (tpl, tensor.base + tpl * e)
+            tpl, a_tpl = plan.at_origin[where]
             off = _tile(arena, (*key, "off"), tpl, nb)
-            a_tpl = tensor.base + tpl * e
             addr = _tile(arena, (*key, "addr"), a_tpl, nb)
             if pb:
                 a_start, a_rel = np.full(nb, a_tpl[0], dtype=np.int64), a_tpl - a_tpl[0]

@@ -278,10 +278,21 @@ class GridEnumeration:
         #: second accessors of elements first accessed in an earlier chunk (first found later)
         self.pending_pairs: list[dict[str, Any]] = []
         self.masked = MaskedIndex(self.shape)
-        self._mult = np.cumprod((1,) + self.shape[:-1], dtype=np.int64) if self.shape else np.zeros(0, np.int64)
+        # the count array's element order: the tensor's memory order when it has strides (an
+        # instruction's elements are then near each other in it), colexicographic otherwise
+        R = len(self.shape)
+        strides = getattr(getattr(side, "tensor", None), "strides", None)
+        self._order = list(range(R)) if strides is None or len(strides) != R else \
+            sorted(range(R), key=lambda k: (abs(strides[k]), k))
+        self._mult = np.zeros(R, dtype=np.int64)
+        m = 1
+        for k in self._order:
+            self._mult[k] = m
+            m *= int(self.shape[k])
         self._final: GridCounts | None = None
         self._missing: dict[int, list[tuple[int, ...]]] = {}
         self._reused = False
+        self._scratch = np.zeros(0, dtype=np.int64)  # element indices of one chunk, reused
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if self._reused:
@@ -299,13 +310,14 @@ class GridEnumeration:
         if fast.any():
             # every real row of these blocks is active and inside: its element is the block's
             # start element plus the reference's offset (colex is linear in the coordinate)
-            rel = np.zeros(v.pb, dtype=np.int64)
-            for k in range(R):
-                rel += v.coords[k].rel * self._mult[k]
-            rel = rel[v.vtpl]
+            rel = self._index([c.rel for c in v.coords])[v.vtpl]
             base = v.coords_start[fast] @ self._mult
-            idx = np.add(base[:, None], rel[None, :]).reshape(-1)
-            self.n["counted"] += idx.size
+            n = base.size * rel.size
+            if self._scratch.size < n:
+                self._scratch = np.empty(n, dtype=np.int64)
+            idx = self._scratch[:n]
+            np.add(base[:, None], rel[None, :], out=idx.reshape(base.size, rel.size))
+            self.n["counted"] += n
             self._mark(idx)
         if not fast.all():
             self._add(t if not fast.any() else t.select_blocks(np.flatnonzero(~fast)))
@@ -321,10 +333,17 @@ class GridEnumeration:
             for i in np.flatnonzero(oob)[:max(0, MAX_FINDINGS - len(self.oob_witness))]:
                 self.oob_witness.append(t.row(int(i)))
         rows = np.flatnonzero(cnt)
-        idx = colex([c[rows] for c in t.coords], self.shape)
+        idx = self._index([c[rows] for c in t.coords])
         self.n["counted"] += idx.size
         self._mark(idx)
         self.masked.add(t)
+
+    def _index(self, coords: Sequence[np.ndarray]) -> np.ndarray:
+        """Position in the count array of in-bounds coordinates."""
+        idx = np.zeros(coords[0].shape if len(coords) else 0, dtype=np.int64)
+        for c, m in zip(coords, self._mult):
+            idx += np.asarray(c, dtype=np.int64) * m
+        return idx
 
     def _mark(self, idx: np.ndarray) -> None:
         if self.replication:
@@ -350,11 +369,12 @@ class GridEnumeration:
             if len(self.dup_findings) + len(self.pending_pairs) >= KIND_CAP:
                 break
             rows = np.flatnonzero(t.pred & in_bounds(t.coords, self.shape))
-            idx = colex([c[rows] for c in t.coords], self.shape)
+            crd = [c[rows] for c in t.coords]
+            idx = self._index(crd)
             prev = self.count[idx]
             for j in np.flatnonzero(prev > 0)[:KIND_CAP]:
                 self.pending_pairs.append(t.row(int(rows[j])))
-            self._within_chunk(t, rows, idx)
+            self._within_chunk(t, rows, colex(crd, self.shape))
             self.count[idx] = 1
 
     def _within_chunk(self, t: AccessTable, rows: np.ndarray, idx: np.ndarray) -> None:
@@ -382,15 +402,25 @@ class GridEnumeration:
         return self._final
 
     def missing(self, k: int) -> list[tuple[int, ...]]:
+        """The first ``k`` elements no active access reaches, in colexicographic order."""
         if k in self._missing:
             return self._missing[k]
         if self._reused:
             raise RuntimeError("GridEnumeration.missing after witness_duplicates")
         out: list[tuple[int, ...]] = []
-        step = 1 << 22
-        for s0 in range(0, self.size, step):
-            part = np.flatnonzero(self.count[s0:s0 + step] == 0)[:k - len(out)]
-            out += [delinearize(int(s0 + i), self.shape) for i in part]
+        R = len(self.shape)
+        if R == 0 or k <= 0:
+            self._missing[k] = out
+            return out
+        # the count array as an array indexed [c_{R-1}, ..., c_0]: its C order is colex order
+        arr = self.count.reshape([int(self.shape[m]) for m in reversed(self._order)])
+        axis_of = {m: R - 1 - i for i, m in enumerate(self._order)}
+        colex_view = arr.transpose([axis_of[m] for m in reversed(range(R))])
+        inner = int(np.prod(self.shape[:-1], dtype=np.int64))
+        step = max(1, (1 << 22) // max(1, inner))
+        for j0 in range(0, int(self.shape[-1]), step):
+            part = np.flatnonzero(colex_view[j0:j0 + step] == 0)[:k - len(out)]
+            out += [delinearize(int(j0 * inner + i), self.shape) for i in part]
             if len(out) >= k:
                 break
         self._missing[k] = out
