@@ -409,7 +409,7 @@ class GridEnumeration:
             raise RuntimeError("GridEnumeration.missing after witness_duplicates")
         out: list[tuple[int, ...]] = []
         R = len(self.shape)
-        if R == 0 or k <= 0:
+        if R == 0 or k <= 0 or self.counts().covered == self.size:
             self._missing[k] = out
             return out
         # the count array as an array indexed [c_{R-1}, ..., c_0]: its C order is colex order

@@ -53,7 +53,7 @@ MAX_ROWS = 1 << 28
 #: grids this small are always enumerated (cheaper than reasoning about them)
 SMALL_ROWS = 1 << 18
 #: rows of all stages in one chunk of the enumeration (a multiple of the simulator's chunk)
-ENUM_ROWS = 1 << 19
+ENUM_ROWS = 1 << 20
 
 SIDE_ORDER = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize")
 
