@@ -52,6 +52,7 @@ mode, spec, sizes, repeat = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), i
 import numpy as np
 import threadmap.api as api
 from threadmap.simulate.engine import Simulator
+assert api.__file__.startswith(os.getcwd()), api.__file__
 info = {}
 if mode == "tables":
     m = api.models(spec, sizes)[0]
@@ -100,8 +101,9 @@ print(json.dumps(info))
 def child(root: Path, mode: str, spec: str = "", sizes: dict[str, int] | None = None, repeat: int = 1) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
+    # cwd=root: ``python -c`` puts the working directory first on sys.path
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(root / spec), json.dumps(sizes or {}), str(repeat)],
-                         text=True, capture_output=True, env=env, check=False)
+                         text=True, capture_output=True, env=env, check=False, cwd=root)
     if out.returncode:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"rc {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -112,7 +114,7 @@ def cli_wall(root: Path) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "threadmap.cli", "verify",
                           str(root / "specs"), "--format", "json"], capture_output=True, text=True, env=env,
-                         check=False)
+                         check=False, cwd=root)
     info: dict = {"seconds": time.perf_counter() - t0}
     try:
         info["peak_mib"] = int(out.stderr.strip().splitlines()[-1]) / 1024

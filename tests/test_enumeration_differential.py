@@ -170,6 +170,27 @@ def test_memoized_blocks_are_verified(seed: int) -> None:
         assert np.array_equal(x2[s.ok], ref.reshape(v.nb, v.pb)[s.ok])
 
 
+def test_memo_paths_are_exercised() -> None:
+    """Blocks repeating one pattern take the memoized statistics (one reference per pattern) and
+    still agree with the row-by-row enumeration."""
+    def fn(b: np.ndarray, t: np.ndarray, s: np.ndarray, k: np.ndarray) -> tuple[Any, ...]:
+        return ((b % 4) * 8 + t // 8, (b // 4) * 32 + (t % 8) * 4 + k)
+    t = build_table(fn, threads=64, steps=1, vec=4, shape=(32, 64), blocks=8, tile=(8, 32),
+                    tile_origin=lambda ids: np.stack([(ids % 4) * 8, (ids // 4) * 32], axis=1))
+    attach_view(t)
+    w = np.ones(8, dtype=np.int64)
+    accs = [Coalescing(t, None), Vectorize(t, None), TileCoverage(t, False)]  # type: ignore[arg-type]
+    for acc in accs:
+        acc.add(t, w)
+        assert len(acc.memo.store) >= 1
+    assert dump(accs[0].result()) == dump(ref_coal.check_coalescing(t))
+    assert dump(accs[1].result()) == dump(ref_vec.check_vectorize(t))
+    assert dump(accs[2].result()) == dump(ref_cov.check_tile_coverage(t))
+    g = GridEnumeration(t, False)
+    g.add(t, w)
+    assert g.counts().covered == 32 * 64
+
+
 # ----------------------------------------------------------------------------- weighted accumulators
 
 
@@ -387,6 +408,12 @@ def test_kernel_accumulators_match_reference(model: Any) -> None:
             ga, gb = a.counts(), b.counts()
             assert vars(ga) == vars(gb)
             assert a.missing(8) == b.missing(8)
+            sd = a.side
+            cp = model.stages[sd.stage]
+            a.witness_duplicates(sim.stage_tables(cp, ch)[0 if sd.which == "src" else 1]
+                                 for ch in sim.chunks(blocks))
+            assert [vars(f) for f in a.dup_findings] == [vars(f) for f in b.dup_findings]
+            assert a.pending_pairs == b.pending_pairs
             assert a.straddles.n == b.straddles.n and a.straddles.residues == b.straddles.residues
             assert a.oob_witness == b.oob_witness
         else:

@@ -190,6 +190,9 @@ def per_block(t: AccessTable, eligible: np.ndarray, keys: np.ndarray | None, mem
                 rec = {f: v[0] for f, v in one.items()}
                 memo.store[key] = rec
             recs.append(rec)
+        if len(recs) == 1 and el.size == nb:
+            # every block is the one pattern: the reference's statistics, broadcast (read-only)
+            return {f: np.broadcast_to(np.asarray(v), (nb,) + np.shape(v)) for f, v in recs[0].items()}
         vals = {f: _stack([r[f] for r in recs]) for f in recs[0]}
         parts.append((el, {f: v[inv] for f, v in vals.items()}))
     if rest.size:
