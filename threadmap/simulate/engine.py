@@ -194,9 +194,8 @@ class Simulator:
         s_part, d_part = src.meta.pop("edge"), dst.meta.pop("edge")
         for t in (src, dst):
             # every row of a block is performed unless the predicate masks some
-            pv = self.plans[(t.stage, t.side)].valid
             plan = self.plans[(t.stage, t.side)]
-            t.pred = _tile(arena, (t.stage, t.side, "pred"), plan.ones if pv is None else pv, nb)
+            t.pred = _tile(arena, (t.stage, t.side, "pred"), plan.ones if plan.valid is None else plan.valid, nb)
         if cp.predicate != "none":
             # only blocks with an out-of-bounds row on either side need the join
             part = np.flatnonzero(s_part | d_part)

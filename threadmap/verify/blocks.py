@@ -4,9 +4,12 @@ Most blocks of a grid access the same pattern at a different place: block ``b``'
 are block 0's plus a shift, its coordinates block 0's plus a shift, its predicate the padding
 mask.  A check whose per-block statistics depend only on such a pattern (and on the shift
 modulo some period) computes them once per pattern and reuses them, but only for blocks whose
-rows are *verified* to follow the pattern: :class:`BlockView` compares every row of every
-block with the reference (one subtraction and one comparison per row); a block that fails is
-computed directly.  Nothing is assumed about how the table was built.
+rows are established to follow the pattern, per block: for a table the simulator built, by
+the :class:`~threadmap.simulate.engine.Pattern` it records (the ``start`` and ``rel`` it
+computed the rows from; those arrays are read-only, and a pattern counts only for the very
+arrays it was made for); for any other table :class:`BlockView` compares every row of every
+block with the reference plus the block's shift (one subtraction and one comparison per
+row).  A block that does not follow is computed directly.
 
 :class:`Memo` keeps the per-pattern statistics of one accumulator across chunks, keyed by
 the reference pattern itself (a chunk with another pattern starts afresh).
