@@ -29,7 +29,7 @@ row are derived from the row index on demand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -98,8 +98,10 @@ class AccessTable:
         """Per row, ``b_ord * threads * values + thread * values + value``: the row's place in
         (block, thread, value) order (padded rows point at their thread's slot too; mask them
         with ``valid``)."""
-        return (self._index["b_ord"] * self.threads + np.minimum(self.thread, self.threads - 1)) \
-            * self.values + self.value
+        tpl = self._template
+        slot = np.minimum(tpl["thread"], self.threads - 1) * self.values + tpl["value"]
+        nb = len(self) // self.per_block if self.per_block else 0
+        return (np.arange(nb, dtype=np.int64)[:, None] * (self.threads * self.values) + slot[None, :]).reshape(-1)
 
     @property
     def rank(self) -> int:
@@ -110,17 +112,16 @@ class AccessTable:
 
     # -- per-row indices, derived from the row index ------------------------------------------
     @cached_property
+    def _template(self) -> dict[str, np.ndarray]:
+        """One block's per-row indices (every block repeats them): no per-row division."""
+        return block_template(self.warps, self.steps, self.vec)
+
+    @cached_property
     def _index(self) -> dict[str, np.ndarray]:
-        i = np.arange(len(self), dtype=np.int64)
-        k = i % self.vec
-        r = i // self.vec
-        lane = r % WARP_SIZE
-        r //= WARP_SIZE
-        step = r % self.steps
-        r //= self.steps
-        warp = r % self.warps
-        b_ord = r // self.warps
-        return {"element": k, "lane": lane, "step": step, "warp": warp, "b_ord": b_ord}
+        nb = len(self) // self.per_block if self.per_block else 0
+        out = {k: np.tile(v, nb) for k, v in self._template.items()}
+        out["b_ord"] = np.repeat(np.arange(nb, dtype=np.int64), self.per_block)
+        return out
 
     @property
     def element(self) -> np.ndarray:
@@ -137,11 +138,11 @@ class AccessTable:
 
     @property
     def thread(self) -> np.ndarray:
-        return self._index["warp"] * WARP_SIZE + self._index["lane"]
+        return self._index["thread"]
 
     @property
     def value(self) -> np.ndarray:
-        return self._index["step"] * self.vec + self._index["element"]
+        return self._index["value"]
 
     @property
     def block(self) -> np.ndarray:
@@ -200,6 +201,20 @@ class AccessTable:
             self.pred[rows], self.offset[rows], self.addr[rows],
             None if self.valid is None else self.valid[rows], self.buffer, self.tile,
             None if self.origins is None else self.origins[ords], dict(self.meta))
+
+
+@lru_cache(maxsize=64)
+def block_template(warps: int, steps: int, vec: int) -> dict[str, np.ndarray]:
+    """Per row of one block in instruction order: ``element, lane, step, warp, thread, value``
+    (int64, read-only: shared by every table of that shape)."""
+    w, s, ln, k = np.meshgrid(np.arange(warps, dtype=np.int64), np.arange(steps, dtype=np.int64),
+                              np.arange(WARP_SIZE, dtype=np.int64), np.arange(vec, dtype=np.int64), indexing="ij")
+    out = {"element": k.reshape(-1), "lane": ln.reshape(-1), "step": s.reshape(-1), "warp": w.reshape(-1)}
+    out["thread"] = out["warp"] * WARP_SIZE + out["lane"]
+    out["value"] = out["step"] * vec + out["element"]
+    for v in out.values():
+        v.flags.writeable = False
+    return out
 
 
 class Rows:

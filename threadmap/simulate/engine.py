@@ -15,7 +15,8 @@ bounds (CUTLASS's predicated tile iterators), again on every memory side.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +24,12 @@ from threadmap.hardware import WARP_SIZE
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.simulate.access import AccessTable
 
-#: rows of all stages together in one chunk of blocks: small enough for the CPU caches
+#: rows of all stages together in one chunk of blocks: small enough for the CPU caches (the
+#: tiling mode and the pair searches; the exhaustive enumeration takes whole multiples of it)
 CHUNK_ROWS = 1 << 17
+
+
+_ONES: dict[int, np.ndarray] = {}
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,24 @@ class _SidePlan:
     perm: np.ndarray               # (per_block,) canonical row -> t * V + v, or -1 (padding)
     local: tuple[np.ndarray, ...]  # per mode, (per_block,) tile-local coordinate
     valid: np.ndarray | None       # (per_block,) real thread, None when no padding
+    lo: tuple[int, ...] = ()       # per mode, the least and greatest tile-local coordinate
+    hi: tuple[int, ...] = ()
+    #: ``sum_k local_k * stride_k`` when the tensor's layout is affine in the top-level
+    #: coordinates (then a block's offsets are its origin's offset plus this template)
+    off_local: np.ndarray | None = None
+    strides: tuple[int, ...] | None = None
+    #: registers: (thread, value) of every row, and its byte addresses
+    reg: tuple[np.ndarray, np.ndarray] | None = None
+    #: non-affine layouts: element offsets (and byte addresses) of the tile at one origin
+    at_origin: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    reg_addr: np.ndarray | None = None
+    coords_at: dict[tuple[int, ...], tuple[np.ndarray, ...]] = field(default_factory=dict)
+
+    @property
+    def ones(self) -> np.ndarray:
+        if self.perm.size not in _ONES:
+            _ONES[self.perm.size] = np.ones(self.perm.size, dtype=bool)
+        return _ONES[self.perm.size]
 
 
 def _plan(side: SideModel, threads: int) -> _SidePlan:
@@ -48,7 +71,105 @@ def _plan(side: SideModel, threads: int) -> _SidePlan:
     flat = part.coord.reshape(T * V, part.rank)
     src = np.where(real, perm, 0)
     local = tuple(np.ascontiguousarray(flat[src, r]) for r in range(part.rank))
-    return _SidePlan(perm, local, None if bool(real.all()) else real)
+    lo = tuple(int(x.min()) if x.size else 0 for x in local)
+    hi = tuple(int(x.max()) if x.size else -1 for x in local)
+    valid = None if bool(real.all()) else real
+    if side.tensor is None:
+        th, va = src // V, src % V
+        return _SidePlan(perm, local, valid, lo, hi, reg=(th, va), reg_addr=va * side.elem_bytes)
+    strides = _affine_strides(side, local)
+    off_local = None
+    if strides is not None:
+        off_local = np.zeros(perm.size, dtype=np.int64)
+        for c, d in zip(local, strides, strict=True):
+            off_local += c * d
+    return _SidePlan(perm, local, valid, lo, hi, off_local, strides)
+
+
+def _affine_strides(side: SideModel, local: tuple[np.ndarray, ...]) -> tuple[int, ...] | None:
+    """The tensor's strides when its layout is ``sum_k c_k * d_k`` for any integer coordinate
+    (a plain layout with integer top-level modes), checked against the layout itself on the
+    tile at two origins; None otherwise (the layout is then evaluated per row)."""
+    tensor = side.tensor
+    if tensor is None or tensor.strides is None or len(tensor.strides) != len(local) or not local:
+        return None
+    d = tensor.strides
+    try:
+        for shift in (0, 1):
+            c = tuple(x + shift * (k + 3) for k, x in enumerate(local))
+            ref = np.broadcast_to(np.asarray(tensor.layout(c), dtype=np.int64), local[0].shape)
+            if not np.array_equal(ref, sum(x * dk for x, dk in zip(c, d, strict=True))):
+                return None
+    except Exception:  # noqa: BLE001  (the general path reports the layout's own error)
+        return None
+    return d
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """How a simulator table was built, per block: ``x[b * pb + r] == start[b] + rel[r]`` for
+    each array named (the coordinate modes, and the byte addresses when ``addr_start`` is
+    set).  The arrays are made read-only, so the statement stays true of ``arrays``."""
+
+    arrays: tuple[np.ndarray, ...]            # the coordinate arrays, then addr when covered
+    coord_start: tuple[np.ndarray, ...]       # per mode, (nb,)
+    coord_rel: tuple[np.ndarray, ...]         # per mode, (pb,)
+    addr_start: np.ndarray | None = None      # (nb,)
+    addr_rel: np.ndarray | None = None        # (pb,)
+
+
+class Arena:
+    """Output buffers reused from one chunk of blocks to the next.
+
+    A driver that drops each chunk's tables before simulating the next (the enumeration) lends
+    the simulator an arena: the tables' arrays are then views of the same buffers every chunk,
+    so no chunk pays for fresh memory (the page faults of a freed and re-mapped megabyte cost
+    more than filling it).  Tables built with an arena are only valid until the next chunk."""
+
+    def __init__(self) -> None:
+        self.bufs: dict[tuple[Any, ...], np.ndarray] = {}
+        #: buffers holding a template repeated: key -> (the template, blocks filled)
+        self.tiled: dict[tuple[Any, ...], tuple[np.ndarray, int]] = {}
+
+    def take(self, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
+        """A writable (nb, pb) array of ``dtype`` (contents undefined)."""
+        n = nb * pb
+        b = self.bufs.get(key)
+        self.tiled.pop(key, None)
+        if b is None or b.size < n or b.dtype != np.dtype(dtype):
+            b = np.empty(n, dtype=dtype)
+            self.bufs[key] = b
+        return b[:n].reshape(nb, pb)
+
+    def tile(self, key: tuple[Any, ...], tpl: np.ndarray, nb: int) -> np.ndarray:
+        """``tpl`` repeated ``nb`` times, flat; the previous chunk's copy is kept when it holds
+        the same template object for as many blocks (the simulator's templates never change)."""
+        have = self.tiled.get(key)
+        b = self.bufs.get(key)
+        if have is not None and b is not None and have[0] is tpl and have[1] >= nb:
+            return b[:nb * tpl.size]
+        out = self.take(key, nb, tpl.size, tpl.dtype)
+        out[...] = tpl[None, :]
+        self.tiled[key] = (tpl, nb)
+        return out.reshape(-1)
+
+
+def _out(arena: Arena | None, key: tuple[Any, ...], nb: int, pb: int, dtype: Any) -> np.ndarray:
+    return np.empty((nb, pb), dtype=dtype) if arena is None else arena.take(key, nb, pb, dtype)
+
+
+def _tile(arena: Arena | None, key: tuple[Any, ...], tpl: np.ndarray, nb: int) -> np.ndarray:
+    """``tpl`` repeated for every block, flat."""
+    if arena is not None:
+        return arena.tile(key, tpl, nb)
+    return np.tile(tpl, nb)
+
+
+def _outer_add(arena: Arena | None, key: tuple[Any, ...], col: np.ndarray, tpl: np.ndarray) -> np.ndarray:
+    """``col[b] + tpl[r]`` in block-major order, flat."""
+    out = _out(arena, key, col.size, tpl.size, np.int64)
+    np.add(col[:, None], tpl[None, :], out=out)
+    return out.reshape(-1)
 
 
 class Simulator:
@@ -61,33 +182,49 @@ class Simulator:
     def rows_per_block(self) -> int:
         return sum(self.plans[(s.stage, s.which)].perm.size for s in self.model.sides())
 
-    def stage_tables(self, cp: CopyModel, blocks: np.ndarray) -> tuple[AccessTable, AccessTable]:
-        """The tables of both sides of ``cp`` for ``blocks`` (the predicate joins both sides)."""
+    def stage_tables(self, cp: CopyModel, blocks: np.ndarray,
+                     arena: Arena | None = None) -> tuple[AccessTable, AccessTable]:
+        """The tables of both sides of ``cp`` for ``blocks`` (the predicate joins both sides);
+        with an ``arena`` their arrays live in its buffers (see :class:`Arena`)."""
         blocks = np.asarray(blocks, dtype=np.int64)
-        src = self._side(cp.src, blocks)
-        dst = self._side(cp.dst, blocks)
-        if cp.predicate != "none":
-            ok = self._to_tv(cp.src, src.meta.pop("inb"), blocks.size) & \
-                self._to_tv(cp.dst, dst.meta.pop("inb"), blocks.size)
-            src.pred = self._from_tv(cp.src, ok, blocks.size)
-            dst.pred = self._from_tv(cp.dst, ok, blocks.size)
-        else:
-            src.meta.pop("inb")
-            dst.meta.pop("inb")
+        nb = blocks.size
+        src = self._side(cp.src, blocks, arena)
+        dst = self._side(cp.dst, blocks, arena)
+        s_in, d_in = src.meta.pop("inb"), dst.meta.pop("inb")
+        s_part, d_part = src.meta.pop("edge"), dst.meta.pop("edge")
         for t in (src, dst):
-            if t.valid is not None:
-                t.pred &= t.valid
+            # every row of a block is performed unless the predicate masks some
+            plan = self.plans[(t.stage, t.side)]
+            t.pred = _tile(arena, (t.stage, t.side, "pred"), plan.ones if plan.valid is None else plan.valid, nb)
+        if cp.predicate != "none":
+            # only blocks with an out-of-bounds row on either side need the join
+            part = np.flatnonzero(s_part | d_part)
+            if part.size:
+                sub_s = np.ones((part.size, src.per_block), dtype=bool) if s_in is None else s_in[part]
+                sub_d = np.ones((part.size, dst.per_block), dtype=bool) if d_in is None else d_in[part]
+                ok = self._to_tv(cp.src, sub_s.reshape(-1), part.size) & \
+                    self._to_tv(cp.dst, sub_d.reshape(-1), part.size)
+                for side, t in ((cp.src, src), (cp.dst, dst)):
+                    if arena is not None:
+                        arena.tiled.pop((t.stage, t.side, "pred"), None)  # no longer the template
+                    p2 = t.pred.reshape(nb, -1)
+                    p2[part] = self._from_tv(side, ok, part.size).reshape(part.size, -1)
+                    if t.valid is not None:
+                        p2[part] &= t.valid.reshape(nb, -1)[part]
         return src, dst
 
-    def tables(self, blocks: np.ndarray) -> list[tuple[AccessTable, AccessTable] | str]:
+    def tables(self, blocks: np.ndarray, arena: Arena | None = None) -> list[tuple[AccessTable, AccessTable] | str]:
         """Every stage for ``blocks``: ``(src, dst)`` tables, or ``"barrier"``."""
-        return [st if isinstance(st, str) else self.stage_tables(st, blocks) for st in self.model.stages]
+        return [st if isinstance(st, str) else self.stage_tables(st, blocks, arena) for st in self.model.stages]
 
     def chunks(self, blocks: np.ndarray, rows: int = CHUNK_ROWS) -> Iterator[np.ndarray]:
         """``blocks`` in chunks of about ``rows`` rows (all stages together)."""
-        per = max(1, rows // max(1, self.rows_per_block()))
+        per = self.blocks_per_chunk(rows)
         for i in range(0, blocks.size, per):
             yield blocks[i:i + per]
+
+    def blocks_per_chunk(self, rows: int = CHUNK_ROWS) -> int:
+        return max(1, rows // max(1, self.rows_per_block()))
 
     # -- one side ------------------------------------------------------------------------------
     def _to_tv(self, side: SideModel, x: np.ndarray, nb: int) -> np.ndarray:
@@ -103,42 +240,113 @@ class Simulator:
         plan = self.plans[(side.stage, side.which)]
         return x[:, np.where(plan.perm >= 0, plan.perm, 0)].reshape(-1)
 
-    def _side(self, side: SideModel, blocks: np.ndarray) -> AccessTable:
+    def _side(self, side: SideModel, blocks: np.ndarray, arena: Arena | None = None) -> AccessTable:
+        """One side's rows: per block its origin plus the plan's template (one broadcast add per
+        array); in-bounds flags only for the blocks whose box of coordinates leaves the tensor."""
         plan = self.plans[(side.stage, side.which)]
         nb, pb = blocks.size, plan.perm.size
         n = nb * pb
-        valid = None if plan.valid is None else np.tile(plan.valid, nb)
+        key = (side.stage, side.which)
+        valid = None if plan.valid is None else _tile(arena, (*key, "valid"), plan.valid, nb)
         if side.tensor is None:  # registers: (thread, value) of each row
-            tv = np.where(plan.perm >= 0, plan.perm, 0)
-            coords = (np.tile(tv // side.partition.values, nb), np.tile(tv % side.partition.values, nb))
-            off = coords[1].astype(np.int64)
+            assert plan.reg is not None
+            th, va = plan.reg
+            coords = (_tile(arena, (*key, 0), th, nb), _tile(arena, (*key, 1), va, nb))
+            off = _tile(arena, (*key, "off"), va, nb)
             t = AccessTable(side.stage, side.which, side.name, "register", side.elem_bytes, side.vec,
                             side.shape, side.partition.threads, side.partition.values, blocks, coords,
-                            np.ones(n, dtype=bool), off, off * side.elem_bytes, valid, side.name,
-                            side.tile, None)
-            t.meta["inb"] = np.ones(n, dtype=bool)
+                            np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), plan.reg_addr, nb),
+                            valid, side.name, side.tile, None)
+            t.meta["inb"] = None
+            t.meta["edge"] = np.zeros(nb, dtype=bool)
+            addr_tpl = plan.reg_addr
+            assert addr_tpl is not None
+            _certify(t, tuple(np.full(nb, x[0] if x.size else 0, dtype=np.int64) for x in (th, va)),
+                     tuple(x - (x[0] if x.size else 0) for x in (th, va)),
+                     np.full(nb, addr_tpl[0] if addr_tpl.size else 0, dtype=np.int64),
+                     addr_tpl - (addr_tpl[0] if addr_tpl.size else 0))
             return t
         tensor = side.tensor
         origins = self.model.origins(side, blocks)
-        coords = tuple((origins[:, k, None] + plan.local[k][None, :]).reshape(-1)
-                       for k in range(len(plan.local)))
-        inb = np.ones(n, dtype=bool)
-        for k, ext in enumerate(tensor.shape[:len(coords)]):
-            inb &= np.less(coords[k].view(np.uint64), np.uint64(ext))
-        if self._predicate(side) == "vector" and side.vec > 1:
-            inb = np.repeat(inb.reshape(-1, side.vec).all(axis=1), side.vec)
+        R = len(plan.local)
+        same = nb > 0 and bool((origins == origins[:1]).all())
+        if same:
+            # every block at one origin (shared tiles): the same coordinates, repeated
+            where = tuple(int(x) for x in origins[0])
+            at = plan.coords_at.get(where)
+            if at is None:
+                at = tuple(np.ascontiguousarray(plan.local[k] + origins[0, k]) for k in range(R))
+                plan.coords_at[where] = at
+            coords = tuple(_tile(arena, (*key, k), at[k], nb) for k in range(R))
+        else:
+            coords = tuple(_outer_add(arena, (*key, k), origins[:, k], plan.local[k]) for k in range(R))
+        # a block is inside the tensor iff its box [origin + lo, origin + hi] is
+        edge = np.zeros(nb, dtype=bool)
+        for k, ext in enumerate(tensor.shape[:R]):
+            edge |= (origins[:, k] + plan.lo[k] < 0) | (origins[:, k] + plan.hi[k] >= ext)
+        inb = None
+        part = np.flatnonzero(edge)
+        if part.size:
+            inb = np.ones((nb, pb), dtype=bool)
+            sub = np.ones((part.size, pb), dtype=bool)
+            for k, ext in enumerate(tensor.shape[:R]):
+                sub &= np.less(coords[k].reshape(nb, pb)[part].view(np.uint64), np.uint64(ext))
+            if self._predicate(side) == "vector" and side.vec > 1:
+                sub = np.repeat(sub.reshape(-1, side.vec).all(axis=1), side.vec).reshape(part.size, pb)
+            inb[part] = sub
+        e = tensor.elem_bytes
+        a_start: np.ndarray | None = None
+        a_rel: np.ndarray | None = None
+        if plan.off_local is not None and plan.strides is not None:
+            # affine layout: offset = origin . strides + local . strides, exactly
+            ob = origins[:, :R] @ np.asarray(plan.strides, dtype=np.int64) + tensor.offset
+            off = _outer_add(arena, (*key, "off"), ob, plan.off_local)
+            a_tpl = plan.off_local * e
+            a_blk = tensor.base + ob * e
+            addr = _outer_add(arena, (*key, "addr"), a_blk, a_tpl)
+            if pb:
+                a_start, a_rel = a_blk + a_tpl[0], a_tpl - a_tpl[0]
+        elif same:
+            # one evaluation of the layout, repeated
+            if where not in plan.at_origin:
+                tpl = self._offsets(tensor, tuple(c[:pb] for c in coords), pb)
+                plan.at_origin[where] = (tpl, tensor.base + tpl * e)
+            tpl, a_tpl = plan.at_origin[where]
+            off = _tile(arena, (*key, "off"), tpl, nb)
+            addr = _tile(arena, (*key, "addr"), a_tpl, nb)
+            if pb:
+                a_start, a_rel = np.full(nb, a_tpl[0], dtype=np.int64), a_tpl - a_tpl[0]
+        else:
+            off = self._offsets(tensor, coords, n)
+            addr = tensor.base + off * e
+        t = AccessTable(side.stage, side.which, side.name, tensor.memory, tensor.elem_bytes, side.vec,
+                        tensor.shape, side.partition.threads, side.partition.values, blocks, coords,
+                        np.ones(0, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins)
+        t.meta["inb"] = inb
+        t.meta["edge"] = edge
+        if pb:
+            _certify(t, tuple(origins[:, k] + plan.local[k][0] for k in range(R)),
+                     tuple(plan.local[k] - plan.local[k][0] for k in range(R)), a_start, a_rel)
+        return t
+
+    @staticmethod
+    def _offsets(tensor: Any, coords: tuple[np.ndarray, ...], n: int) -> np.ndarray:
         off = np.asarray(tensor.layout(coords), dtype=np.int64).reshape(-1)
         if off.size != n:
             off = np.broadcast_to(off, (n,)).copy()
         if tensor.offset:
             off = off + tensor.offset
-        addr = tensor.base + off * tensor.elem_bytes
-        t = AccessTable(side.stage, side.which, side.name, tensor.memory, tensor.elem_bytes, side.vec,
-                        tensor.shape, side.partition.threads, side.partition.values, blocks, coords,
-                        np.ones(n, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins)
-        t.meta["inb"] = inb
-        return t
+        return off
 
     def _predicate(self, side: SideModel) -> str:
         st = self.model.stages[side.stage]
         return st.predicate if isinstance(st, CopyModel) else "none"
+
+
+def _certify(t: AccessTable, coord_start: tuple[np.ndarray, ...], coord_rel: tuple[np.ndarray, ...],
+             addr_start: np.ndarray | None, addr_rel: np.ndarray | None) -> None:
+    """Record the table's :class:`Pattern` (``meta['pattern']``) and freeze the arrays it describes."""
+    arrays = tuple(t.coords) + ((t.addr,) if addr_start is not None else ())
+    for a in arrays:
+        a.flags.writeable = False
+    t.meta["pattern"] = Pattern(arrays, coord_start, coord_rel, addr_start, addr_rel)

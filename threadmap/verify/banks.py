@@ -23,6 +23,7 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.util import as_tables, ones
 
@@ -62,6 +63,28 @@ def phase_wavefronts(t: AccessTable) -> np.ndarray:
     return run.max(axis=1).reshape(-1, P)
 
 
+def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
+    """Per block of ``t``: active instructions, wavefronts, ideal wavefronts, conflicted
+    instructions, the most wavefronts of one instruction, and the largest ``extra`` of an
+    active instruction (-1: none) with the first instruction (in the block) that has it."""
+    nb = int(t.blocks.size)
+    pw = phase_wavefronts(t)
+    P = pw.shape[1]
+    pw3 = pw.reshape(nb, -1, P)
+    wf = pw3.sum(axis=2)
+    ideal = (pw3 > 0).sum(axis=2)
+    active = ideal > 0
+    extra = wf - ideal
+    ex = np.where(active, extra, -1)
+    empty = ex.shape[1] == 0
+    return {"instructions": active.sum(axis=1, dtype=np.int64), "wavefronts": wf.sum(axis=1, dtype=np.int64),
+            "ideal_wavefronts": ideal.sum(axis=1, dtype=np.int64),
+            "conflicted_instructions": (extra > 0).sum(axis=1, dtype=np.int64),
+            "max_wf": np.zeros(nb, dtype=np.int64) if empty else wf.max(axis=1).astype(np.int64),
+            "best": np.full(nb, -1, dtype=np.int64) if empty else ex.max(axis=1).astype(np.int64),
+            "best_i": np.zeros(nb, dtype=np.int64) if empty else ex.argmax(axis=1)}
+
+
 class BankConflicts(Accumulator):
     def __init__(self, side: SideModel, max_extra: int | None) -> None:
         self.side = side
@@ -70,27 +93,27 @@ class BankConflicts(Accumulator):
         self.max_wf = 0
         self.worst: dict[str, Any] | None = None
         self.worst_extra = -1
+        self.memo = Memo()
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if len(t) == 0:
             return
-        pw = phase_wavefronts(t)
-        wf = pw.sum(axis=1)
-        ideal = (pw > 0).sum(axis=1)
-        active = ideal > 0
-        extra = wf - ideal
-        per_block = wf.size // t.blocks.size
-        wi = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
-        self.tot["instructions"] += int((active * wi).sum())
-        self.tot["wavefronts"] += int((wf * wi).sum())
-        self.tot["ideal_wavefronts"] += int((ideal * wi).sum())
-        self.tot["conflicted_instructions"] += int(((extra > 0) * wi).sum())
-        if active.any():
-            self.max_wf = max(self.max_wf, int(wf.max()))
-            i = int(np.argmax(np.where(active, extra, -1)))
-            if int(extra[i]) > self.worst_extra:
-                self.worst_extra = int(extra[i])
-                self.worst = self._describe(t, i, pw[i])
+        v = view_of(t)
+        # a shift by a multiple of 128 bytes keeps every bank and every distinct word distinct
+        eligible = v.full & v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        st = per_block(t, eligible, v.addr.start % period(hw.NUM_BANKS * hw.BANK_BYTES), self.memo, block_stats)
+        w = np.asarray(weights, dtype=np.int64)
+        for k in self.tot:
+            self.tot[k] += int((st[k] * w).sum())
+        if (st["best"] >= 0).any():
+            self.max_wf = max(self.max_wf, int(st["max_wf"].max()))
+            b = int(np.argmax(st["best"]))
+            if int(st["best"][b]) > self.worst_extra:
+                self.worst_extra = int(st["best"][b])
+                one = t.select_blocks(np.array([b]))
+                i = int(st["best_i"][b])
+                self.worst = self._describe(one, i, phase_wavefronts(one)[i])
 
     @staticmethod
     def _describe(t: AccessTable, i: int, pw: np.ndarray) -> dict[str, Any]:

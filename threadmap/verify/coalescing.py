@@ -26,6 +26,7 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.util import as_tables, ones
 
@@ -66,6 +67,29 @@ def access_legality(t: AccessTable) -> tuple[np.ndarray, np.ndarray]:
     return contiguous, aligned
 
 
+def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
+    """Per block of ``t``: requests, sectors, ideal sectors, lines, bytes, misaligned accesses,
+    and the largest excess ``sectors - ideal`` of an active instruction (-1: none) with the
+    first instruction (in the block) that has it."""
+    nb = int(t.blocks.size)
+    s = instruction_stats(t)
+    act = s["active"].reshape(nb, -1)
+    out = {"requests": act.sum(axis=1, dtype=np.int64)}
+    for k, sk in (("sectors", "sectors"), ("ideal_sectors", "ideal"), ("lines", "lines"), ("bytes", "bytes")):
+        out[k] = s[sk].reshape(nb, -1).sum(axis=1, dtype=np.int64)
+    excess = np.where(act, s["sectors"].reshape(nb, -1) - s["ideal"].reshape(nb, -1), -1)
+    out["best"] = excess.max(axis=1) if excess.shape[1] else np.full(nb, -1, dtype=np.int64)
+    out["best_i"] = excess.argmax(axis=1) if excess.shape[1] else np.zeros(nb, dtype=np.int64)
+    out["misaligned"] = _bad_accesses(t).reshape(nb, -1).sum(axis=1, dtype=np.int64)
+    return out
+
+
+def _bad_accesses(t: AccessTable) -> np.ndarray:
+    """Per vector access: some element is active and the access is not contiguous and aligned."""
+    cont, al = access_legality(t)
+    return t.pred.reshape(-1, t.vec).any(axis=1) & ~(cont & al)
+
+
 class Coalescing(Accumulator):
     def __init__(self, side: SideModel, max_ratio: float | None) -> None:
         self.side = side
@@ -74,40 +98,52 @@ class Coalescing(Accumulator):
         self.worst: dict[str, Any] | None = None
         self.worst_excess = -1
         self.misaligned: list[Finding] = []
+        self.memo = Memo()
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if len(t) == 0:
             return
-        s = instruction_stats(t)
-        per_block = s["active"].size // t.blocks.size
-        wi = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
-        act = s["active"]
-        self.tot["requests"] += int((act * wi).sum())
-        for k, sk in (("sectors", "sectors"), ("ideal_sectors", "ideal"), ("lines", "lines"), ("bytes", "bytes")):
-            self.tot[k] += int((s[sk] * wi).sum())
-        excess = np.where(act, s["sectors"] - s["ideal"], -1)
-        i = int(np.argmax(excess))
-        if act.any() and int(excess[i]) > self.worst_excess:
-            self.worst_excess = int(excess[i])
-            self.worst = self._describe(t, i, s)
-        cont, al = access_legality(t)
-        any_act = t.pred.reshape(-1, t.vec).any(axis=1)
-        bad = any_act & ~(cont & al)
-        per_block_acc = bad.size // t.blocks.size
-        wa = np.repeat(np.asarray(weights, dtype=np.int64), per_block_acc)
-        self.tot["misaligned"] += int((bad * wa).sum())
-        for j in np.flatnonzero(bad)[:max(0, 8 - len(self.misaligned))]:
-            w = t.row(int(j) * t.vec)
-            w["access_bytes"] = t.access_bytes
-            why = []
-            if not al[j]:
-                why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
-            if not cont[j]:
-                why.append("its elements are not contiguous")
-            self.misaligned.append(Finding(
-                check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w,
-                message=f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
-                        f"step {w['step']} at {w['coordinate']}: " + " and ".join(why)))
+        v = view_of(t)
+        # blocks performing every real row at the reference pattern's addresses shifted by a
+        # multiple of the period have the reference's statistics (sectors and lines move whole)
+        L = period(hw.LINE_BYTES, t.access_bytes)
+        eligible = v.full & v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        st = per_block(t, eligible, v.addr.start % L, self.memo, block_stats)
+        w = np.asarray(weights, dtype=np.int64)
+        for k in self.tot:
+            self.tot[k] += int((st[k] * w).sum())
+        b = int(np.argmax(st["best"]))
+        if int(st["best"][b]) >= 0 and int(st["best"][b]) > self.worst_excess:
+            self.worst_excess = int(st["best"][b])
+            one = t.select_blocks(np.array([b]))
+            i = int(st["best_i"][b])
+            self.worst = self._describe(one, i, instruction_stats(one))
+        room = 8 - len(self.misaligned)
+        if room > 0 and st["misaligned"].any():
+            apb = t.per_block // t.vec
+            for b in np.flatnonzero(st["misaligned"]):
+                if room <= 0:
+                    break
+                one = t.select_blocks(np.array([b]))
+                cont, al = access_legality(one)
+                bad = _bad_accesses(one)
+                for j in np.flatnonzero(bad)[:room]:
+                    self.misaligned.append(self._misaligned(t, int(b) * apb + int(j), bool(cont[j]), bool(al[j])))
+                    room -= 1
+
+    @staticmethod
+    def _misaligned(t: AccessTable, j: int, cont: bool, al: bool) -> Finding:
+        w = t.row(j * t.vec)
+        w["access_bytes"] = t.access_bytes
+        why = []
+        if not al:
+            why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
+        if not cont:
+            why.append("its elements are not contiguous")
+        return Finding(check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w,
+                       message=f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
+                               f"step {w['step']} at {w['coordinate']}: " + " and ".join(why))
 
     @staticmethod
     def _describe(t: AccessTable, i: int, s: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoverageSummary, Finding
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, per_block, view_of
 from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import as_tables, colex, counted_rows, delinearize, in_bounds, ones
 
@@ -83,8 +84,61 @@ class BlockTally:
     hist: dict[int, int]
 
 
+@dataclass
+class _Matrices:
+    """One table's per-block tile counts (``counts``: (nb, cells)) and row masks (nb, rows)."""
+
+    counts: np.ndarray
+    target: np.ndarray
+    ok: np.ndarray
+    key: np.ndarray
+    oot: np.ndarray
+    oob: np.ndarray
+    org: np.ndarray
+
+
+def _matrices(t: AccessTable, tile: tuple[int, ...]) -> _Matrices:
+    nb, pb = t.blocks.size, t.per_block
+    tsize = int(np.prod(tile, dtype=np.int64))
+    counted = counted_rows(t, structural=t.memory == "shared")
+    org = t.origins if t.origins is not None else np.zeros((nb, t.rank), np.int64)
+    R = t.rank
+    local = [t.coords[k].reshape(nb, pb) - org[:, k, None] for k in range(R)]
+    in_tile = np.ones((nb, pb), dtype=bool)
+    for k in range(R):
+        in_tile &= np.less(local[k].view(np.uint64), np.uint64(tile[k]))
+    inb = in_bounds(t.coords, t.shape).reshape(nb, pb)
+    cnt = counted.reshape(nb, pb)
+    ok = cnt & in_tile & inb
+    cell = colex([np.where(in_tile, local[k], 0) for k in range(R)], tile)
+    key = np.arange(nb, dtype=np.int64)[:, None] * tsize + cell
+    counts = np.bincount(key[ok], minlength=nb * tsize).reshape(nb, tsize)
+    target = _tile_cells_in_bounds(org, tile, t.shape)
+    return _Matrices(counts, target, ok, key, cnt & ~in_tile & inb, cnt & ~inb, org)
+
+
+def tile_stats(t: AccessTable, tile: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Per block of ``t``: elements of its tile in the tensor, counted accesses in the tile,
+    missing cells, accesses outside the tile (in bounds) and outside the tensor, covered cells,
+    and ``hist[:, c]``: the tile cells accessed exactly ``c >= 1`` times."""
+    nb = t.blocks.size
+    m = _matrices(t, tile)
+    hit = m.target & (m.counts > 0)
+    width = max(2, int(m.counts.max(initial=0)) + 1)
+    hist = np.bincount((np.arange(nb, dtype=np.int64)[:, None] * width + m.counts)[hit],
+                       minlength=nb * width).reshape(nb, width).astype(np.int64)
+    return {"elements": m.target.sum(axis=1, dtype=np.int64), "accesses": m.ok.sum(axis=1, dtype=np.int64),
+            "missing": (m.target & (m.counts == 0)).sum(axis=1, dtype=np.int64),
+            "out_of_tile": m.oot.sum(axis=1, dtype=np.int64), "out_of_bounds": m.oob.sum(axis=1, dtype=np.int64),
+            "covered": hit.sum(axis=1, dtype=np.int64), "hist": hist}
+
+
 class TileCoverage(Accumulator):
-    """Weighted per-tile coverage of one side."""
+    """Weighted per-tile coverage of one side.
+
+    ``group``: blocks per group for the replication count (the most common count of a group's
+    tile cells is its ``r``); None: each :meth:`add` is one group.  Groups are consecutive
+    blocks in the order added (the driver sets it to its chunking of the blocks)."""
 
     def __init__(self, side: SideModel, replication: bool) -> None:
         self.side = side
@@ -97,72 +151,105 @@ class TileCoverage(Accumulator):
         self.findings: dict[str, list[Finding]] = {"duplicate": [], "missing": [], "out_of_tile": [],
                                                    "out_of_bounds": []}
         self.kind_total: Counter[str] = Counter()
-        #: per added block, what the grid argument needs (see :class:`BlockTally`)
-        self.per_block: list[BlockTally] = []
+        self.group: int | None = None
+        self.seen = 0
+        self.memo = Memo()
+        self._tallies: list[dict[str, np.ndarray]] = []
+
+    @property
+    def per_block(self) -> list[BlockTally]:
+        """Per added block, what the grid argument needs (see :class:`BlockTally`)."""
+        out = []
+        for a in self._tallies:
+            for i in range(a["block"].size):
+                hist = {int(c): int(a["hist"][i, c]) for c in np.flatnonzero(a["hist"][i])} \
+                    if self.replication else {}
+                out.append(BlockTally(int(a["block"][i]), int(a["weight"][i]), int(a["covered"][i]),
+                                      int(a["accesses"][i]), int(a["out_of_tile"][i]), int(a["out_of_bounds"][i]),
+                                      hist))
+        return out
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         nb = t.blocks.size
         if nb == 0:
             return
-        pb = t.per_block
         shared = t.memory == "shared"
-        counted = counted_rows(t, structural=shared)
+        v = view_of(t)
         org = t.origins if t.origins is not None else np.zeros((nb, t.rank), np.int64)
-        R = t.rank
-        local = [t.coords[k].reshape(nb, pb) - org[:, k, None] for k in range(R)]
-        in_tile = np.ones((nb, pb), dtype=bool)
-        for k in range(R):
-            in_tile &= np.less(local[k].view(np.uint64), np.uint64(self.tile[k]))
-        inb = in_bounds(t.coords, t.shape).reshape(nb, pb)
-        cnt = counted.reshape(nb, pb)
-        ok = cnt & in_tile & inb
-        cell = colex([np.where(in_tile, local[k], 0) for k in range(R)], self.tile)
-        key = np.arange(nb, dtype=np.int64)[:, None] * self.tsize + cell
-        counts = np.bincount(key[ok], minlength=nb * self.tsize).reshape(nb, self.tsize)
-        target = _tile_cells_in_bounds(org, self.tile, t.shape)
-        if self.replication:
-            tc = counts[target]
-            vals, freq = np.unique(tc[tc > 0], return_counts=True)
-            r = int(vals[np.argmax(freq)]) if vals.size else 0
-            bad = target & (counts != r) & (counts > 0)
-            ndup = np.where(bad, np.abs(counts - r), 0).sum(axis=1)
-        else:
-            r = 1
-            bad = counts > 1
-            ndup = np.maximum(counts - 1, 0).sum(axis=1)
-        missing = target & (counts == 0)
-        oot = cnt & ~in_tile & inb
-        oob = cnt & ~inb
-        per = {"elements": target.sum(axis=1), "accesses": ok.sum(axis=1), "missing": missing.sum(axis=1),
-               "duplicate_cells": bad.sum(axis=1), "duplicates": ndup, "out_of_tile": oot.sum(axis=1),
-               "out_of_bounds": oob.sum(axis=1)}
+        # blocks whose rows are the reference pattern at the same place in the tile, all inside
+        # the tensor, all counted, with the whole tile inside the tensor: the reference's counts
+        eligible = v.coords_ok & v.inside(t.shape) & (v.full if not shared else True)
+        if v.vtpl is None or t.rank == 0:
+            eligible = np.zeros(nb, dtype=bool)
+        for k, tk in enumerate(self.tile):
+            eligible &= (org[:, k] >= 0) & (org[:, k] + tk <= t.shape[k])
+        self.memo.reset_unless((*[c.rel for c in v.coords], v.vtpl, shared))
+        st = per_block(t, eligible, v.coords_start - org[:, :t.rank], self.memo,
+                       lambda sub: tile_stats(sub, self.tile))
         w = np.asarray(weights, dtype=np.int64)
+        hist = st["hist"]
+        vals = np.arange(hist.shape[1])
+        # replication groups: consecutive blocks in the order added
+        g = self.group or nb
+        gid = (self.seen + np.arange(nb)) // g if self.group else np.zeros(nb, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+        if self.replication:
+            tot = np.add.reduceat(hist, starts, axis=0)
+            tot[:, 0] = 0
+            r_g = np.where(tot.any(axis=1), tot.argmax(axis=1), 0)
+        else:
+            r_g = np.ones(starts.size, dtype=np.int64)
+        r_b = np.repeat(r_g, np.diff(np.r_[starts, nb]))
+        off = (vals[None, :] > 0) & (vals[None, :] != r_b[:, None])
+        bad = (hist * off).sum(axis=1)
+        ndup = (hist * np.where(off, np.abs(vals[None, :] - r_b[:, None]), 0)).sum(axis=1)
+        per = {"elements": st["elements"], "accesses": st["accesses"], "missing": st["missing"],
+               "duplicate_cells": bad, "duplicates": ndup, "out_of_tile": st["out_of_tile"],
+               "out_of_bounds": st["out_of_bounds"]}
         self.n["blocks"] += int(w.sum())
-        for k, v in per.items():
-            self.n[k] += int((v.astype(np.int64) * w).sum())
-        self.rep_hist[r] += int(w.sum())
-        covered = (target & (counts > 0)).sum(axis=1)
-        for i in range(nb):
-            hist: dict[int, int] = {}
+        for k, x in per.items():
+            self.n[k] += int((x * w).sum())
+        wg = np.add.reduceat(w, starts)
+        for r, x in zip(r_g.tolist(), wg.tolist()):
+            self.rep_hist[int(r)] += int(x)
+        kinds = {"duplicate": bad, "missing": per["missing"], "out_of_tile": per["out_of_tile"]}
+        if shared:
+            kinds["out_of_bounds"] = per["out_of_bounds"]
+        want = False
+        for kind, cnt in kinds.items():
+            self.kind_total[kind] += int((cnt * w).sum())
+            want |= KIND_CAP > len(self.findings[kind]) and bool(cnt.any())
+        if want:
+            for i0, i1, r in zip(starts.tolist(), np.r_[starts[1:], nb].tolist(), r_g.tolist()):
+                self._witnesses(t, {k: v[i0:i1] for k, v in kinds.items()}, i0, int(r), shared)
+        self.seen = self.seen + nb if self.group else 0
+        self._tallies.append({"block": t.blocks.copy(), "weight": w, "covered": st["covered"],
+                              "accesses": st["accesses"], "out_of_tile": st["out_of_tile"],
+                              "out_of_bounds": st["out_of_bounds"], "hist": hist})
+
+    def _witnesses(self, t: AccessTable, kinds: dict[str, np.ndarray], i0: int, r: int, shared: bool) -> None:
+        """Witnesses of one group (its blocks start at ``i0`` in ``t``), in block order, from the
+        first blocks that have each kind."""
+        pick: set[int] = set()
+        for kind, cnt in kinds.items():
+            room = KIND_CAP - len(self.findings[kind])
+            if room > 0:
+                pick.update(int(b) for b in np.flatnonzero(cnt)[:room])
+        if pick:
+            sub = t.select_blocks(np.asarray(sorted(pick), dtype=np.int64) + i0)
+            m = _matrices(sub, self.tile)
             if self.replication:
-                vals, cnt = np.unique(counts[i][target[i] & (counts[i] > 0)], return_counts=True)
-                hist = {int(v): int(c) for v, c in zip(vals, cnt)}
-            self.per_block.append(BlockTally(int(t.blocks[i]), int(w[i]), int(covered[i]),
-                                             int(per["accesses"][i]), int(per["out_of_tile"][i]),
-                                             int(per["out_of_bounds"][i]), hist))
-        self._witness(t, counts, bad, missing, oot, oob, key, ok, org, w, r, shared)
+                mbad = m.target & (m.counts != r) & (m.counts > 0)
+            else:
+                mbad = m.counts > 1
+            self._witness(sub, m.counts, mbad, m.target & (m.counts == 0), m.oot, m.oob, m.key, m.ok, m.org,
+                          r, shared)
 
     def _witness(self, t: AccessTable, counts: np.ndarray, bad: np.ndarray, missing: np.ndarray,
                  oot: np.ndarray, oob: np.ndarray, key: np.ndarray, ok: np.ndarray, org: np.ndarray,
-                 w: np.ndarray, r: int, shared: bool) -> None:
+                 r: int, shared: bool) -> None:
         pb = t.per_block
         st, sd = t.stage, t.side
-        # counts of every kind, weighted by the blocks each simulated block stands for
-        self.kind_total["duplicate"] += int((bad.sum(axis=1) * w).sum())
-        self.kind_total["missing"] += int((missing.sum(axis=1) * w).sum())
-        self.kind_total["out_of_tile"] += int((oot.sum(axis=1) * w).sum())
-        if shared:
-            self.kind_total["out_of_bounds"] += int((oob.sum(axis=1) * w).sum())
         room = KIND_CAP - len(self.findings["duplicate"])
         if room > 0 and bad.any():
             flat_key = key.reshape(-1)

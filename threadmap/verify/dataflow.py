@@ -28,6 +28,7 @@ definition (pure Python, per byte).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from math import gcd
 from typing import Any, Literal
@@ -37,6 +38,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, DataflowSummary, Finding
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, group_rows, view_of
 from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import colex, delinearize, in_bounds
 
@@ -117,21 +119,73 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
     return out
 
 
+_KEYS = ("moved", "output_writes", "wrong_values", "races", "stale_reads", "uninitialised_reads")
+_KINDS = ("wrong_value", "race", "stale_read", "uninitialised_read")
+_ROW_BITS = 32  # symbolic values: (input stage code << 32) | row in the block
+
+
 class _Buffer:
-    """One shared buffer of every block of a chunk, in slots of ``g`` bytes."""
+    """One shared buffer of every block of a run, in slots of ``g`` bytes (flat: block-major)."""
 
     def __init__(self, nb: int, nslots: int, g: int) -> None:
         self.g = g
-        self.val = np.full((nb, nslots), UNINIT, dtype=np.int64)
-        self.written = np.zeros((nb, nslots), dtype=bool)
-        self.epoch_val = np.zeros((nb, nslots), dtype=np.int64)
-        self.epoch_writer = np.full((nb, nslots), -1, dtype=np.int32)
-        self.epoch_stage = np.zeros((nb, nslots), dtype=np.int32)
-        self.raced = np.zeros((nb, nslots), dtype=bool)
+        self.nslots = nslots
+        n = nb * nslots
+        self.val = np.full(n, UNINIT, dtype=np.int64)
+        self.written = np.zeros(n, dtype=bool)
+        self.epoch_val = np.zeros(n, dtype=np.int64)
+        self.epoch_writer = np.full(n, -1, dtype=np.int32)
+        self.epoch_stage = np.zeros(n, dtype=np.int32)
+        self.raced = np.zeros(n, dtype=bool)
+
+
+class _Ctx:
+    """One simulation of some blocks: weighted counts, findings on or off, and (``symbolic``:
+    one block whose input values are (stage, row) codes) finding events and output values."""
+
+    def __init__(self, w: np.ndarray, symbolic: bool, findings: bool) -> None:
+        self.nb = int(w.size)
+        self.w = w
+        self.symbolic = symbolic
+        self.findings = findings
+        self.weighted = dict.fromkeys(_KEYS, 0)
+        self.events: Counter[tuple[str, int]] = Counter()
+        self.outputs: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self.codes: dict[int, int] = {}
+
+    def per_block(self, rows: np.ndarray, pb: int) -> int:
+        """Weighted number of ``rows`` (row indices of a table with ``pb`` rows per block)."""
+        if rows.size == 0:
+            return 0
+        if self.nb == 1:
+            return int(rows.size * self.w[0])
+        return int((np.bincount(rows // pb, minlength=self.nb) * self.w).sum())
+
+
+def _route(src: AccessTable, dst: AccessTable, nb: int) -> np.ndarray:
+    """Per dst row, the src row of the same (block, thread, value) (padding rows: any row)."""
+    ts, td = src._template, dst._template
+    slot_s = np.minimum(ts["thread"], src.threads - 1) * src.values + ts["value"]
+    real = ts["thread"] < src.threads
+    order = np.zeros(src.threads * src.values, dtype=np.int64)
+    order[slot_s[real]] = np.flatnonzero(real)  # real rows only: a padding row shares its slot
+    m = order[np.minimum(td["thread"], dst.threads - 1) * dst.values + td["value"]]
+    if nb == 1:
+        return m
+    return (np.arange(nb, dtype=np.int64)[:, None] * src.per_block + m[None, :]).reshape(-1)
 
 
 class Dataflow(Accumulator):
-    """Weighted dataflow enumeration over chunks of blocks (all stages of the same blocks)."""
+    """Weighted dataflow enumeration over chunks of blocks (all stages of the same blocks).
+
+    Blocks whose every side follows a verified reference pattern (see
+    :mod:`threadmap.verify.blocks`: every real row performed, the same shared addresses and
+    register slots, input and output coordinates shifted inside the tensors) route values the
+    same way: the reference block is simulated once with symbolic values (which input row
+    lands where) and each block's wrong values are counted from its coordinate shift; every
+    other block is simulated directly.  Findings come from direct simulations of the first
+    blocks that have them.
+    """
 
     def __init__(self, model: KernelModel | None, transform: Transform, input_tensor: str | None,
                  output_tensor: str | None) -> None:
@@ -141,8 +195,8 @@ class Dataflow(Accumulator):
         self.model = model
         self.cnt = {"stages": 0, "barriers": 0, "moved": 0, "output_writes": 0, "wrong_values": 0, "races": 0,
                     "stale_reads": 0, "uninitialised_reads": 0}
-        self.findings: dict[str, list[Finding]] = {k: [] for k in ("wrong_value", "race", "stale_read",
-                                                                   "uninitialised_read")}
+        self.findings: dict[str, list[Finding]] = {k: [] for k in _KINDS}
+        self.memo = Memo()
 
     # -- one chunk -----------------------------------------------------------------------------
     def add(self, stages: Any, weights: np.ndarray) -> None:
@@ -152,45 +206,175 @@ class Dataflow(Accumulator):
         nb = copies[0][0].blocks.size
         w = np.asarray(weights, dtype=np.int64)
         in_shape = next((s[0].shape for s in copies if s[0].tensor == self.input and s[0].memory == "global"), ())
-        bufs = self._buffers(copies, nb)
+        self.cnt["stages"] = len(copies)
+        self.cnt["barriers"] = len(stages) - len(copies)
+        eligible, keys, sig = self._eligible(stages, nb, in_shape)
+        self.memo.reset_unless(sig)
+        extra = np.zeros(nb, dtype=bool)  # blocks simulated directly for their findings only
+        el = np.flatnonzero(eligible)
+        if el.size:
+            uk, first, inv = group_rows(keys[el])
+            recs = []
+            for j in range(uk.shape[0]):
+                key = tuple(int(x) for x in uk[j])
+                rec = self.memo.store.get(key)
+                if rec is None:
+                    rec = self._template(stages, int(el[first[j]]), in_shape)
+                    self.memo.store[key] = rec
+                recs.append(rec)
+            we = w[el]
+            for k in _KEYS:
+                if k != "wrong_values":
+                    self.cnt[k] += sum(int(recs[j]["counts"][k]) * int(we[inv == j].sum()) for j in range(len(recs)))
+            wrong = self._wrong(stages, el, inv, recs, in_shape)  # (stage -> per eligible block)
+            self.cnt["wrong_values"] += int(sum((x * we).sum() for x in wrong.values()))
+            self._pick_witnesses(el, inv, recs, wrong, extra)
+        direct = ~eligible | extra
+        if direct.any():
+            ids = np.flatnonzero(direct)
+            sub = stages if ids.size == nb else [
+                st if isinstance(st, str) else (st[0].select_blocks(ids), st[1].select_blocks(ids)) for st in stages]
+            ctx = _Ctx(np.where(eligible[ids], 0, w[ids]), symbolic=False, findings=True)
+            self._simulate(sub, ctx, in_shape)
+            for k, v in ctx.weighted.items():
+                self.cnt[k] += v
+
+    def _eligible(self, stages: Sequence[Any], nb: int, in_shape: tuple[int, ...]
+                  ) -> tuple[np.ndarray, np.ndarray, tuple[Any, ...]]:
+        """(nb,) blocks that route like a reference, their key (the shared addresses and
+        register slots they start at), and the signature of the reference pattern."""
+        ok = np.ones(nb, dtype=bool)
+        keys: list[np.ndarray] = []
+        sig: list[Any] = [self.transform, self.input, self.output, tuple(in_shape)]
+        none = (np.zeros(nb, dtype=bool), np.zeros((nb, 0), dtype=np.int64), tuple(sig))
+        for st in stages:
+            if isinstance(st, str):
+                sig.append("barrier")
+                continue
+            for t in st:
+                v = view_of(t)
+                if v.vtpl is None:
+                    return none
+                ok &= v.full
+                sig += [(t.stage, t.side, t.tensor, t.memory, t.buffer, t.elem_bytes, t.vec, t.threads, t.values,
+                         t.per_block, tuple(t.shape)), v.vtpl]
+                if t.memory == "shared":
+                    ok &= v.addr.ok
+                    keys.append(v.addr.start)
+                    sig.append(v.addr.rel)
+                elif t.memory == "register":
+                    ok &= v.coords_ok
+                    keys += [c.start for c in v.coords]
+                    sig += [c.rel for c in v.coords]
+                elif t.side == "src" and t.tensor == self.input:
+                    if tuple(t.shape) != tuple(in_shape) or len(v.coords) != len(in_shape):
+                        return none
+                    ok &= v.inside(in_shape)
+                    sig += [c.rel for c in v.coords]
+                elif t.side == "dst" and t.tensor == self.output and self.transform:
+                    if not in_shape or len(v.coords) != len(in_shape):
+                        return none
+                    ok &= v.coords_ok
+                    # the expected source coordinate of every row lies inside the input
+                    exp = expected_source(list(range(len(v.coords))), self.transform)
+                    for j, m in enumerate(exp):
+                        c = v.coords[m]
+                        ok &= (c.start + c.lo >= 0) & (c.start + c.hi < int(in_shape[j]))
+                    sig += [c.rel for c in v.coords]
+        key = np.stack(keys, axis=1) if keys else np.zeros((nb, 1), dtype=np.int64)
+        return ok, key, tuple(sig)
+
+    def _template(self, stages: Sequence[Any], b: int, in_shape: tuple[int, ...]) -> dict[str, Any]:
+        """Simulate block ``b`` with symbolic input values: its counts, finding events and, per
+        (input stage, output stage), the differences ``D`` whose match decides a right value."""
+        ids = np.array([b])
+        sub = [st if isinstance(st, str) else (st[0].select_blocks(ids), st[1].select_blocks(ids)) for st in stages]
+        ctx = _Ctx(np.ones(1, dtype=np.int64), symbolic=True, findings=False)
+        self._simulate(sub, ctx, in_shape)
+        mult = _colex_mult(in_shape)
+        code_stage = {c: si for si, c in ctx.codes.items()}
+        groups = []
+        marker: Counter[int] = Counter()
+        for so, rows, vals in ctx.outputs:
+            bad = vals < 0
+            marker[so] += int(bad.sum())
+            rows, vals = rows[~bad], vals[~bad]
+            out_view = view_of(stages[so][1])
+            texp = expected_source([c.rel[rows] for c in out_view.coords], self.transform or "copy")
+            lexp = sum(x * m for x, m in zip(texp, mult, strict=True))
+            codes = vals >> _ROW_BITS
+            for c in np.unique(codes):
+                si = code_stage[int(c)]
+                sel = codes == c
+                rin = vals[sel] & ((1 << _ROW_BITS) - 1)
+                in_view = view_of(stages[si][0])
+                lin = sum(cv.rel[rin] * m for cv, m in zip(in_view.coords, mult, strict=True))
+                uniq, cnt = np.unique(lin - lexp[sel], return_counts=True)
+                groups.append((si, so, int(sel.sum()), uniq, cnt))
+        wrong_ev = {so for so, _, _ in ctx.outputs}
+        return {"counts": ctx.weighted, "events": ctx.events, "groups": groups, "marker": marker,
+                "outputs": sorted(wrong_ev)}
+
+    def _wrong(self, stages: Sequence[Any], el: np.ndarray, inv: np.ndarray, recs: list[dict[str, Any]],
+               in_shape: tuple[int, ...]) -> dict[int, np.ndarray]:
+        """Per output stage, the wrong values of every eligible block: rows whose input row's
+        coordinate differs from the expected one by other than the block's shift."""
+        mult = _colex_mult(in_shape)
+        out: dict[int, np.ndarray] = {}
+        for j, rec in enumerate(recs):
+            mine = inv == j
+            for so in rec["outputs"]:
+                out.setdefault(so, np.zeros(el.size, dtype=np.int64))[mine] += rec["marker"][so]
+            for si, so, n, uniq, cnt in rec["groups"]:
+                s_out = view_of(stages[so][1]).coords_start[el[mine]]
+                s_in = view_of(stages[si][0]).coords_start[el[mine]]
+                texp = expected_source([s_out[:, k] for k in range(s_out.shape[1])], self.transform or "copy")
+                delta = sum(x * m for x, m in zip(texp, mult, strict=True)) - s_in @ mult
+                pos = np.minimum(np.searchsorted(uniq, delta), uniq.size - 1)
+                match = np.where(uniq[pos] == delta, cnt[pos], 0)
+                out[so][mine] += n - match
+        return out
+
+    def _pick_witnesses(self, el: np.ndarray, inv: np.ndarray, recs: list[dict[str, Any]],
+                        wrong: dict[int, np.ndarray], extra: np.ndarray) -> None:
+        """Mark, per kind and stage, the first eligible blocks that have findings (as many as
+        the kind has room for)."""
+        for kind in _KINDS:
+            room = MAX_FINDINGS_PER_KIND - len(self.findings[kind])
+            if room <= 0:
+                continue
+            stages = {s for r in recs for (k, s) in r["events"] if k == kind}
+            if kind == "wrong_value":
+                stages |= set(wrong)
+            for si in stages:
+                has = np.array([r["events"].get((kind, si), 0) > 0 for r in recs])[inv]
+                if kind == "wrong_value" and si in wrong:
+                    has = has | (wrong[si] > 0)
+                extra[el[np.flatnonzero(has)[:room]]] = True
+
+    # -- the simulation ------------------------------------------------------------------------
+    def _simulate(self, stages: Sequence[Any], ctx: _Ctx, in_shape: tuple[int, ...]) -> None:
+        copies = [s for s in stages if not isinstance(s, str)]
+        bufs = self._buffers(copies, ctx.nb)
         written = {s[1].buffer for s in copies if s[1].memory == "shared"}
         regs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        count = {"stages": 0, "barriers": 0}
-        weighted = dict.fromkeys(("moved", "output_writes", "wrong_values", "races", "stale_reads",
-                                  "uninitialised_reads"), 0)
-
-        def per_block(rows: np.ndarray, t: AccessTable) -> int:
-            if rows.size == 0:
-                return 0
-            b = rows // t.per_block
-            return int((np.bincount(b, minlength=nb) * w).sum())
-
         for si, st in enumerate(stages):
             if isinstance(st, str):
-                count["barriers"] += 1
-                for name, buf in bufs.items():
-                    weighted["races"] += self._commit(buf, w, name)
+                for buf in bufs.values():
+                    ctx.weighted["races"] += self._commit(buf, ctx.w)
                 continue
             src, dst = st
-            count["stages"] += 1
-            # rows of the src table in dst order: both are permutations of (block, thread, value)
-            order = np.empty(len(src), dtype=np.int64)
-            order[src.tv] = np.arange(len(src))
-            s_of_d = order[dst.tv]
+            s_of_d = _route(src, dst, ctx.nb)
             move = dst.pred & src.pred[s_of_d]
             if dst.valid is not None:
                 move &= dst.valid
             rd = np.flatnonzero(move)
             rs = s_of_d[rd]
-            weighted["moved"] += per_block(rd, dst)
-            val = self._read(si, src, rs, bufs, regs, written, in_shape, weighted, per_block)
-            self._write(si, dst, rd, val, bufs, regs, weighted, per_block, in_shape)
-        for name, buf in bufs.items():
-            weighted["races"] += self._commit(buf, w, name)
-        self.cnt["stages"] = count["stages"]
-        self.cnt["barriers"] = count["barriers"]
-        for k, v in weighted.items():
-            self.cnt[k] += v
+            ctx.weighted["moved"] += ctx.per_block(rd, dst.per_block)
+            val = self._read(si, src, rs, bufs, regs, written, ctx)
+            self._write(si, dst, rd, val, bufs, regs, ctx, in_shape)
+        for buf in bufs.values():
+            ctx.weighted["races"] += self._commit(buf, ctx.w)
 
     @staticmethod
     def _buffers(copies: Sequence[Any], nb: int) -> dict[str, _Buffer]:
@@ -213,15 +397,18 @@ class Dataflow(Accumulator):
         return out
 
     def _read(self, si: int, src: AccessTable, rs: np.ndarray, bufs: dict[str, _Buffer],
-              regs: dict[str, tuple[np.ndarray, np.ndarray]], written: set[str], in_shape: tuple[int, ...],
-              weighted: dict[str, int], per_block: Any) -> np.ndarray:
+              regs: dict[str, tuple[np.ndarray, np.ndarray]], written: set[str], ctx: _Ctx) -> np.ndarray:
         if src.memory == "global":
             if src.tensor != self.input:
                 return np.full(rs.size, FOREIGN, dtype=np.int64)
+            if ctx.symbolic:
+                code = ctx.codes.setdefault(si, len(ctx.codes))
+                return (np.int64(code) << _ROW_BITS) | rs
             c = [x[rs] for x in src.coords]
             inb = in_bounds(c, src.shape)
             return np.where(inb, colex([np.where(inb, x, 0) for x in c], src.shape), OOB)
-        b = rs // src.per_block
+        pb = src.per_block
+        b = rs // pb if ctx.nb > 1 else np.zeros(rs.size, dtype=np.int64)
         if src.memory == "register":
             store = regs.get(src.tensor)
             th, vv = src.coords[0][rs], src.coords[1][rs]
@@ -229,34 +416,38 @@ class Dataflow(Accumulator):
                 val = np.full(rs.size, UNINIT, dtype=np.int64)
                 found = np.zeros(rs.size, dtype=bool)
             else:
-                val, found = store[0][b, th, vv], store[1][b, th, vv]
+                flat = (b * src.threads + th) * src.values + vv
+                val, found = store[0][flat], store[1][flat]
             bad = np.flatnonzero(~found)
-            weighted["uninitialised_reads"] += per_block(rs[bad], src)
-            self._note_uninit(si, src, rs[bad], f"register value {{}} of {src.tensor!r} that was never written",
-                              "coordinate")
+            ctx.weighted["uninitialised_reads"] += ctx.per_block(rs[bad], pb)
+            ctx.events[("uninitialised_read", si)] += int(bad.size)
+            if ctx.findings:
+                self._note_uninit(si, src, rs[bad], f"register value {{}} of {src.tensor!r} that was never written",
+                                  "coordinate")
             return val
         buf = bufs[src.buffer]
-        slot = src.addr[rs] // buf.g
-        th = src.thread[rs].astype(np.int32)
+        slot = b * buf.nslots + src.addr[rs] // buf.g
+        th = src._template["thread"][rs - b * pb].astype(np.int32)
         k = max(1, src.elem_bytes // buf.g)
-        writer = buf.epoch_writer[b, slot]
+        writer = buf.epoch_writer[slot]
         other = (writer != -1) & (writer != th)
         mine = writer == th
         for j in range(1, k):  # every slot of the element
-            wj = buf.epoch_writer[b, slot + j]
+            wj = buf.epoch_writer[slot + j]
             other |= (wj != -1) & (wj != th)
             mine &= wj == th
-        val = np.where(mine, buf.epoch_val[b, slot], buf.val[b, slot])
-        found = mine | buf.written[b, slot]
+        val = np.where(mine, buf.epoch_val[slot], buf.val[slot])
+        found = mine | buf.written[slot]
         stale = np.flatnonzero(other)
-        weighted["stale_reads"] += per_block(rs[stale], src)
-        room = MAX_FINDINGS_PER_KIND - len(self.findings["stale_read"])
+        ctx.weighted["stale_reads"] += ctx.per_block(rs[stale], pb)
+        ctx.events[("stale_read", si)] += int(stale.size)
+        room = MAX_FINDINGS_PER_KIND - len(self.findings["stale_read"]) if ctx.findings else 0
         for j in stale[:max(0, room)]:
             rdr = src.row(int(rs[j]))
-            bj, sj = int(b[j]), int(slot[j])
-            wthread = next(int(buf.epoch_writer[bj, sj + x]) for x in range(k)
-                           if buf.epoch_writer[bj, sj + x] not in (-1, int(th[j])))
-            wstage = int(buf.epoch_stage[bj, sj])
+            sj = int(slot[j])
+            wthread = next(int(buf.epoch_writer[sj + x]) for x in range(k)
+                           if buf.epoch_writer[sj + x] not in (-1, int(th[j])))
+            wstage = int(buf.epoch_stage[sj])
             self.findings["stale_read"].append(Finding(
                 check="dataflow", kind="stale_read", stage=si, side="src",
                 witness={**rdr, "reader": rdr, "writer": {"thread": wthread, "stage": wstage,
@@ -266,9 +457,11 @@ class Dataflow(Accumulator):
                         "barrier (missing barrier?)"))
         if src.buffer in written:
             bad = np.flatnonzero(~found & ~other)
-            weighted["uninitialised_reads"] += per_block(rs[bad], src)
-            self._note_uninit(si, src, rs[bad], "shared address {} that was never written before the last "
-                                                "barrier", "address")
+            ctx.weighted["uninitialised_reads"] += ctx.per_block(rs[bad], pb)
+            ctx.events[("uninitialised_read", si)] += int(bad.size)
+            if ctx.findings:
+                self._note_uninit(si, src, rs[bad], "shared address {} that was never written before the last "
+                                                    "barrier", "address")
         return val
 
     def _note_uninit(self, si: int, src: AccessTable, rows: np.ndarray, what: str, key: str) -> None:
@@ -280,46 +473,51 @@ class Dataflow(Accumulator):
                 message=f"stage {si}: block {wt['block']} thread {wt['thread']} reads " + what.format(wt[key])))
 
     def _write(self, si: int, dst: AccessTable, rd: np.ndarray, val: np.ndarray, bufs: dict[str, _Buffer],
-               regs: dict[str, tuple[np.ndarray, np.ndarray]], weighted: dict[str, int], per_block: Any,
-               in_shape: tuple[int, ...]) -> None:
-        b = rd // dst.per_block
+               regs: dict[str, tuple[np.ndarray, np.ndarray]], ctx: _Ctx, in_shape: tuple[int, ...]) -> None:
+        pb = dst.per_block
+        b = rd // pb if ctx.nb > 1 else np.zeros(rd.size, dtype=np.int64)
         if dst.memory == "register":
             if dst.tensor not in regs:
-                nb = dst.blocks.size
-                regs[dst.tensor] = (np.full((nb, dst.threads, dst.values), UNINIT, dtype=np.int64),
-                                    np.zeros((nb, dst.threads, dst.values), dtype=bool))
+                n = ctx.nb * dst.threads * dst.values
+                regs[dst.tensor] = (np.full(n, UNINIT, dtype=np.int64), np.zeros(n, dtype=bool))
             store = regs[dst.tensor]
             th, vv = dst.coords[0][rd], dst.coords[1][rd]
-            store[0][b, th, vv] = val
-            store[1][b, th, vv] = True
+            flat = (b * dst.threads + th) * dst.values + vv
+            store[0][flat] = val
+            store[1][flat] = True
             return
         if dst.memory == "shared":
             buf = bufs[dst.buffer]
-            slot = dst.addr[rd] // buf.g
-            th = dst.thread[rd].astype(np.int32)
+            slot = b * buf.nslots + dst.addr[rd] // buf.g
+            th = dst._template["thread"][rd - b * pb].astype(np.int32)
             for j in range(max(1, dst.elem_bytes // buf.g)):
                 s = slot + j
-                prev = buf.epoch_writer[b, s]
+                prev = buf.epoch_writer[s]
                 hit = (prev != -1) & (prev != th)
-                buf.raced[b[hit], s[hit]] = True
-                buf.epoch_writer[b, s] = th
-                buf.epoch_val[b, s] = val
-                buf.epoch_stage[b, s] = si
+                buf.raced[s[hit]] = True
+                buf.epoch_writer[s] = th
+                buf.epoch_val[s] = val
+                buf.epoch_stage[s] = si
                 # two threads of this stage on one slot: the scatter kept one of them
-                lost = buf.epoch_writer[b, s] != th
-                buf.raced[b[lost], s[lost]] = True
-                self._note_race(si, dst, rd, b, s, th, lost, buf)
+                lost = buf.epoch_writer[s] != th
+                buf.raced[s[lost]] = True
+                ctx.events[("race", si)] += int(np.count_nonzero(lost))
+                if ctx.findings:
+                    self._note_race(si, dst, rd, s, lost, buf)
             return
         if dst.tensor != self.output or not self.transform:
             return
-        weighted["output_writes"] += per_block(rd, dst)
+        ctx.weighted["output_writes"] += ctx.per_block(rd, pb)
+        if ctx.symbolic:
+            ctx.outputs.append((si, rd.copy(), val))
+            return
         d = [x[rd] for x in dst.coords]
         exp = expected_source(d, self.transform)
         ok_exp = in_bounds(exp, in_shape) if in_shape else np.zeros(rd.size, dtype=bool)
         expv = np.where(ok_exp, colex([np.where(ok_exp, x, 0) for x in exp], in_shape), -9) \
             if in_shape else np.full(rd.size, -9)
         wrong = np.flatnonzero(val != expv)
-        weighted["wrong_values"] += per_block(rd[wrong], dst)
+        ctx.weighted["wrong_values"] += ctx.per_block(rd[wrong], pb)
         room = MAX_FINDINGS_PER_KIND - len(self.findings["wrong_value"])
         for j in wrong[:max(0, room)]:
             wt = dst.row(int(rd[j]))
@@ -332,13 +530,13 @@ class Dataflow(Accumulator):
                         f"{self.output}{wt['coordinate']} with {self.input}{got}, expected "
                         f"{self.input}{want} ({self.transform})"))
 
-    def _note_race(self, si: int, dst: AccessTable, rd: np.ndarray, b: np.ndarray, s: np.ndarray,
-                   th: np.ndarray, lost: np.ndarray, buf: _Buffer) -> None:
+    def _note_race(self, si: int, dst: AccessTable, rd: np.ndarray, s: np.ndarray, lost: np.ndarray,
+                   buf: _Buffer) -> None:
         room = MAX_FINDINGS_PER_KIND - len(self.findings["race"])
         for j in np.flatnonzero(lost)[:max(0, room)]:
             first = dst.row(int(rd[j]))
-            other = int(buf.epoch_writer[b[j], s[j]])
-            byte = int(s[j]) * buf.g
+            other = int(buf.epoch_writer[s[j]])
+            byte = (int(s[j]) % buf.nslots) * buf.g
             self.findings["race"].append(Finding(
                 check="dataflow", kind="race", stage=si, side="dst",
                 witness={"block": first["block"], "byte": byte, "word": byte // 4, "first": first,
@@ -347,11 +545,11 @@ class Dataflow(Accumulator):
                         f"byte {byte} (address {first['address']}) between two barriers"))
 
     @staticmethod
-    def _commit(buf: _Buffer, w: np.ndarray, name: str) -> int:
+    def _commit(buf: _Buffer, w: np.ndarray) -> int:
         pend = buf.epoch_writer != -1
-        buf.val = np.where(pend, buf.epoch_val, buf.val)
+        np.copyto(buf.val, buf.epoch_val, where=pend)
         buf.written |= pend
-        raced = int((buf.raced.sum(axis=1) * w).sum()) * buf.g  # counted per byte
+        raced = int((buf.raced.reshape(w.size, -1).sum(axis=1) * w).sum()) * buf.g  # counted per byte
         buf.epoch_writer.fill(-1)
         buf.raced.fill(False)
         return raced
@@ -367,6 +565,12 @@ class Dataflow(Accumulator):
         if res.total_findings:
             res.fail()
         return res
+
+
+def _colex_mult(shape: Sequence[int]) -> np.ndarray:
+    """Colexicographic multipliers of ``shape`` (``colex(c) == c . mult`` on in-range ``c``)."""
+    return np.cumprod((1,) + tuple(int(e) for e in shape)[:-1], dtype=np.int64) if len(shape) else \
+        np.zeros(0, dtype=np.int64)
 
 
 def _describe(v: int, shape: tuple[int, ...]) -> Any:

@@ -56,6 +56,7 @@ from threadmap.report.model import (
 )
 from threadmap.simulate.access import AccessTable
 from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.verify.blocks import view_of
 from threadmap.verify.coverage import BlockTally
 from threadmap.verify.util import colex, delinearize, in_bounds
 
@@ -108,6 +109,29 @@ class Straddles:
         k = int(t.vec)
         if k <= 1 or len(t) == 0:
             return
+        v = view_of(t)
+        # blocks of the reference pattern entirely inside the tensor straddle nothing; their
+        # vectors start at the reference's residues shifted by the block's start
+        fast = v.inside(t.shape) if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
+        if fast.any():
+            R = len(v.coords)
+            c3 = [c.rel.reshape(-1, k) for c in v.coords]
+            d = [c[:, 1] - c[:, 0] for c in c3]
+            real = v.vtpl.reshape(-1, k)[:, 0]
+            absd = sum(np.abs(x) for x in d)
+            for i in range(R):
+                along = real & (d[i] == 1) & (absd == 1)
+                if not along.any():
+                    continue
+                base = np.unique(c3[i][along, 0] % k)
+                for sh in np.unique(v.coords[i].start[fast] % k):
+                    self.residues.setdefault((i, k), set()).update(int(x) for x in (base + sh) % k)
+        if not fast.all():
+            self._add(t if not fast.any() else t.select_blocks(np.flatnonzero(~fast)),
+                      np.asarray(weights, dtype=np.int64)[~fast])
+
+    def _add(self, t: AccessTable, weights: np.ndarray) -> None:
+        k = int(t.vec)
         c3 = [c.reshape(-1, k) for c in t.coords]
         d = [c[:, 1] - c[:, 0] for c in c3]
         inb = in_bounds(t.coords, t.shape).reshape(-1, k)
@@ -230,9 +254,13 @@ class GridEnumeration:
     """Whole-grid coverage and predicates of one side by counting every element.
 
     State: one byte per tensor element (a saturating count), plus capped witness lists.
-    ``add`` takes chunks of blocks (weights must be 1).  A second access of an element in a
-    later block is a cross-block duplicate, witnessed by both accesses (the first is found by
-    its block, since an element's accessors are remembered per chunk).
+    ``add`` takes chunks of blocks (weights must be 1).  Blocks of a verified reference pattern
+    (see :mod:`threadmap.verify.blocks`) entirely inside the tensor with every real row active
+    mark their elements with one scatter; the others take the row-by-row path.  Duplicates are
+    known from the counts at the end (``counted - covered``); their pair witnesses come from
+    :meth:`witness_duplicates`, a second pass over the blocks that runs only when there are
+    duplicates (a second access of an element in a later chunk is witnessed by its block, the
+    first found later by :meth:`resolve_pairs`).
     """
 
     def __init__(self, side: Any, replication: bool) -> None:
@@ -250,15 +278,54 @@ class GridEnumeration:
         #: second accessors of elements first accessed in an earlier chunk (first found later)
         self.pending_pairs: list[dict[str, Any]] = []
         self.masked = MaskedIndex(self.shape)
+        # the count array's element order: the tensor's memory order when it has strides (an
+        # instruction's elements are then near each other in it), colexicographic otherwise
+        R = len(self.shape)
+        strides = getattr(getattr(side, "tensor", None), "strides", None)
+        self._order = list(range(R)) if strides is None or len(strides) != R else \
+            sorted(range(R), key=lambda k: (abs(strides[k]), k))
+        self._mult = np.zeros(R, dtype=np.int64)
+        m = 1
+        for k in self._order:
+            self._mult[k] = m
+            m *= int(self.shape[k])
+        self._final: GridCounts | None = None
+        self._missing: dict[int, list[tuple[int, ...]]] = {}
+        self._reused = False
+        self._scratch = np.zeros(0, dtype=np.int64)  # element indices of one chunk, reused
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        if self._reused:
+            raise RuntimeError("GridEnumeration.add after witness_duplicates")
+        self._final = None
+        self._missing = {}
         if len(t) == 0:
             return
         self.straddles.add(t, weights)
+        self.n["accesses"] += int(np.count_nonzero(t.pred))
+        v = view_of(t)
+        R = len(v.coords)
+        fast = v.full & v.inside(self.shape) if v.vtpl is not None and 0 < R == len(self.shape) \
+            else np.zeros(v.nb, dtype=bool)
+        if fast.any():
+            # every real row of these blocks is active and inside: its element is the block's
+            # start element plus the reference's offset (colex is linear in the coordinate)
+            rel = self._index([c.rel for c in v.coords])[v.vtpl]
+            base = v.coords_start[fast] @ self._mult
+            n = base.size * rel.size
+            if self._scratch.size < n:
+                self._scratch = np.empty(n, dtype=np.int64)
+            idx = self._scratch[:n]
+            np.add(base[:, None], rel[None, :], out=idx.reshape(base.size, rel.size))
+            self.n["counted"] += n
+            self._mark(idx)
+        if not fast.all():
+            self._add(t if not fast.any() else t.select_blocks(np.flatnonzero(~fast)))
+
+    def _add(self, t: AccessTable) -> None:
         act = t.pred
         inb = in_bounds(t.coords, self.shape)
         cnt = act & inb
-        self.n["accesses"] += int(act.sum())
         oob = act & ~inb
         n_oob = int(oob.sum())
         if n_oob:
@@ -266,18 +333,49 @@ class GridEnumeration:
             for i in np.flatnonzero(oob)[:max(0, MAX_FINDINGS - len(self.oob_witness))]:
                 self.oob_witness.append(t.row(int(i)))
         rows = np.flatnonzero(cnt)
-        idx = colex([c[rows] for c in t.coords], self.shape)
+        idx = self._index([c[rows] for c in t.coords])
         self.n["counted"] += idx.size
+        self._mark(idx)
+        self.masked.add(t)
+
+    def _index(self, coords: Sequence[np.ndarray]) -> np.ndarray:
+        """Position in the count array of in-bounds coordinates."""
+        idx = np.zeros(coords[0].shape if len(coords) else 0, dtype=np.int64)
+        for c, m in zip(coords, self._mult):
+            idx += np.asarray(c, dtype=np.int64) * m
+        return idx
+
+    def _mark(self, idx: np.ndarray) -> None:
         if self.replication:
             np.add.at(self.count, idx, 1)
         else:
-            prev = self.count[idx]
-            if len(self.dup_findings) + len(self.pending_pairs) < KIND_CAP:
-                for j in np.flatnonzero(prev > 0)[:KIND_CAP]:
-                    self.pending_pairs.append(t.row(int(rows[j])))
-                self._within_chunk(t, rows, idx)
             self.count[idx] = 1
-        self.masked.add(t)
+
+    def witness_duplicates(self, chunks: Iterable[AccessTable]) -> None:
+        """Pair witnesses of duplicates (non-replicated sides with ``counted > covered``): the
+        blocks again in the same order, each element's accessors compared within a chunk and
+        with the earlier chunks.  Call after :meth:`counts` and :meth:`missing` (it reuses the
+        count array)."""
+        if self.replication or self.dup_findings or self.pending_pairs:
+            return
+        g = self.counts()
+        if g.counted <= g.covered:
+            return
+        for k in (KIND_CAP, MAX_FINDINGS):
+            self.missing(k)
+        self._reused = True
+        self.count[:] = 0
+        for t in chunks:
+            if len(self.dup_findings) + len(self.pending_pairs) >= KIND_CAP:
+                break
+            rows = np.flatnonzero(t.pred & in_bounds(t.coords, self.shape))
+            crd = [c[rows] for c in t.coords]
+            idx = self._index(crd)
+            prev = self.count[idx]
+            for j in np.flatnonzero(prev > 0)[:KIND_CAP]:
+                self.pending_pairs.append(t.row(int(rows[j])))
+            self._within_chunk(t, rows, colex(crd, self.shape))
+            self.count[idx] = 1
 
     def _within_chunk(self, t: AccessTable, rows: np.ndarray, idx: np.ndarray) -> None:
         order = np.argsort(idx, kind="stable")
@@ -288,24 +386,44 @@ class GridEnumeration:
             self.dup_findings.append(_dup_finding(self.side, b, a))
 
     def counts(self) -> GridCounts:
+        if self._final is not None:
+            return self._final
         covered = int(np.count_nonzero(self.count))
         r, dup_rep = 1, 0
         if self.replication:
             pos = self.count[self.count > 0]
-            vals, freq = np.unique(pos, return_counts=True)
+            freq = np.bincount(pos)
+            vals = np.flatnonzero(freq)
+            freq = freq[vals]
             r = int(vals[np.argmax(freq)]) if vals.size else 0
             dup_rep = int(freq.sum() - freq.max()) if vals.size else 0
-        return GridCounts(self.size, self.n["accesses"], self.n["counted"], covered, self.n["out_of_bounds"],
-                          r, dup_rep)
+        self._final = GridCounts(self.size, self.n["accesses"], self.n["counted"], covered,
+                                 self.n["out_of_bounds"], r, dup_rep)
+        return self._final
 
     def missing(self, k: int) -> list[tuple[int, ...]]:
+        """The first ``k`` elements no active access reaches, in colexicographic order."""
+        if k in self._missing:
+            return self._missing[k]
+        if self._reused:
+            raise RuntimeError("GridEnumeration.missing after witness_duplicates")
         out: list[tuple[int, ...]] = []
-        step = 1 << 22
-        for s0 in range(0, self.size, step):
-            part = np.flatnonzero(self.count[s0:s0 + step] == 0)[:k - len(out)]
-            out += [delinearize(int(s0 + i), self.shape) for i in part]
+        R = len(self.shape)
+        if R == 0 or k <= 0 or self.counts().covered == self.size:
+            self._missing[k] = out
+            return out
+        # the count array as an array indexed [c_{R-1}, ..., c_0]: its C order is colex order
+        arr = self.count.reshape([int(self.shape[m]) for m in reversed(self._order)])
+        axis_of = {m: R - 1 - i for i, m in enumerate(self._order)}
+        colex_view = arr.transpose([axis_of[m] for m in reversed(range(R))])
+        inner = int(np.prod(self.shape[:-1], dtype=np.int64))
+        step = max(1, (1 << 22) // max(1, inner))
+        for j0 in range(0, int(self.shape[-1]), step):
+            part = np.flatnonzero(colex_view[j0:j0 + step] == 0)[:k - len(out)]
+            out += [delinearize(int(j0 * inner + i), self.shape) for i in part]
             if len(out) >= k:
                 break
+        self._missing[k] = out
         return out
 
     def resolve_pairs(self, first_of: Any) -> None:
@@ -326,7 +444,10 @@ class MaskedIndex:
         self.rows: dict[tuple[int, ...], dict[str, Any]] = {}
 
     def add(self, t: AccessTable) -> None:
-        if len(self.rows) >= self.keep:
+        if len(self.rows) >= self.keep or len(t) == 0:
+            return
+        v = view_of(t)
+        if bool(v.full.all()):  # every real row is active: none is masked
             return
         real = ~t.pred if t.valid is None else (~t.pred & t.valid)
         masked = np.flatnonzero(real & in_bounds(t.coords, self.shape))
@@ -360,6 +481,8 @@ def aliasing(tensor: TensorModel) -> tuple[int, tuple[tuple[int, ...], tuple[int
     or the strides are ordered disjoint (not aliased)."""
     size = int(np.prod(tensor.shape, dtype=np.int64))
     lay = tensor.layout
+    if _disjoint_strides(tensor.shape, tensor.strides):
+        return 0, None, True  # injective: no address is shared (what the exact table would find)
     if size <= MAX_ALIAS_TABLE:
         idx = np.arange(size, dtype=np.int64)
         crd = []
@@ -386,13 +509,23 @@ def aliasing(tensor: TensorModel) -> tuple[int, tuple[tuple[int, ...], tuple[int
             c0 = tuple(0 for _ in tensor.shape)
             c1 = tuple(1 if i == k else 0 for i in range(len(tensor.shape)))
             return size - size // e, (c0, c1), True
-    modes = sorted((abs(d), e) for e, d in zip(tensor.shape, strides, strict=True) if e > 1)
+    if not _disjoint_strides(tensor.shape, strides):
+        return 0, None, False
+    return 0, None, True
+
+
+def _disjoint_strides(shape: Sequence[int], strides: Sequence[int] | None) -> bool:
+    """The modes' strides, in increasing magnitude, each exceed the span of the smaller ones:
+    ``c -> sum c_k * d_k`` is then injective on the tensor's domain."""
+    if strides is None or len(strides) != len(shape):
+        return False
+    modes = sorted((abs(d), e) for e, d in zip(shape, strides, strict=True) if e > 1)
     reach = 0
     for d, e in modes:
         if d <= reach:
-            return 0, None, False
+            return False
         reach += d * (e - 1)
-    return 0, None, True
+    return True
 
 
 # ----------------------------------------------------------------------------- classes
@@ -570,7 +703,10 @@ def check_grid(tables: AccessTable | Sequence[AccessTable], *, replication: bool
     g = GridEnumeration(ts[0], replication)
     for t in ts:
         g.add(t, np.ones(t.blocks.size, dtype=np.int64))
-    return grid_results(ts[0], g.counts(), g.straddles, g.dup_findings + [
-        _dup_finding(ts[0], s, None) for s in g.pending_pairs[:KIND_CAP]], g.oob_witness, g.missing(KIND_CAP),
+    counts = g.counts()
+    missing = g.missing(KIND_CAP)
+    g.witness_duplicates(ts)
+    return grid_results(ts[0], counts, g.straddles, g.dup_findings + [
+        _dup_finding(ts[0], s, None) for s in g.pending_pairs[:KIND_CAP]], g.oob_witness, missing,
         g.masked, (0, []), replication, size_names)
 

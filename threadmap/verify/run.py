@@ -30,8 +30,9 @@ import numpy as np
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, SpecRun, Totals
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Simulator
+from threadmap.simulate.engine import Arena, Simulator
 from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.verify.blocks import attach_view
 from threadmap.verify.check import CHECKS, Accumulator, canonical
 from threadmap.verify.coverage import TileCoverage
 from threadmap.verify.grid import (
@@ -51,6 +52,8 @@ from threadmap.verify.grid import (
 MAX_ROWS = 1 << 28
 #: grids this small are always enumerated (cheaper than reasoning about them)
 SMALL_ROWS = 1 << 18
+#: rows of all stages in one chunk of the enumeration (a multiple of the simulator's chunk)
+ENUM_ROWS = 1 << 20
 
 SIDE_ORDER = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize")
 
@@ -168,9 +171,18 @@ def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions,
             st.grid[(side.stage, side.which)] = GridEnumeration(side, model.expect.replication)
     everything = blocks is None
     blocks = np.arange(model.num_blocks, dtype=np.int64) if blocks is None else blocks
-    chunks = list(sim.chunks(blocks))
+    # chunks of whole multiples of the cache-sized chunk: fewer, larger steps (the per-chunk
+    # cost is mostly per block); coverage's replication groups stay the cache-sized chunks
+    legacy = sim.blocks_per_chunk()
+    for acc in st.side.values():
+        if isinstance(acc, TileCoverage):
+            acc.group = legacy
+    chunks = list(sim.chunks(blocks, legacy * max(1, ENUM_ROWS // max(1, legacy * sim.rows_per_block()))
+                             * sim.rows_per_block()))
+    arena = Arena()  # each chunk's tables are dropped before the next is simulated
     for ci, ch in enumerate(chunks):
-        tables = sim.tables(ch)
+        tables = sim.tables(ch, arena)
+        _attach(tables)
         w = np.ones(ch.size, dtype=np.int64)
         _feed(st, tables, w)
         for rec in tables:
@@ -182,7 +194,7 @@ def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions,
                     g.add(t, w)
         if opts.progress:
             opts.progress(ci + 1, len(chunks))
-    results = _collect(model, st, sim, everything)
+    results = _collect(model, st, sim, everything, blocks)
     totals: Totals = "enumerated" if everything else "partial"
     return results, int(blocks.size), totals
 
@@ -206,7 +218,24 @@ def _first_accessor(model: KernelModel, sim: Simulator, side: SideModel) -> Call
     return first
 
 
-def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool) -> list[CheckResult]:
+def _attach(tables: list[Any]) -> None:
+    """Let the checks share each table's per-block analysis (the tables are final here)."""
+    for rec in tables:
+        if not isinstance(rec, str):
+            for t in rec:
+                attach_view(t)
+
+
+def _side_chunks(model: KernelModel, sim: Simulator, side: SideModel, blocks: np.ndarray) -> Iterable[AccessTable]:
+    """``side``'s tables for ``blocks`` again, in cache-sized chunks (witness passes)."""
+    cp = model.stages[side.stage]
+    assert isinstance(cp, CopyModel)
+    for ch in sim.chunks(blocks):
+        yield sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
+
+
+def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
+             blocks: np.ndarray) -> list[CheckResult]:
     out: list[CheckResult] = []
     for side in model.sides():
         key = (side.stage, side.which)
@@ -216,11 +245,13 @@ def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool) -
                 per[name] = [acc.result()]
         g = st.grid.get(key)
         if g is not None:
-            g.resolve_pairs(_first_accessor(model, sim, side))
             counts = g.counts()
+            missing = g.missing(8)
+            g.witness_duplicates(_side_chunks(model, sim, side, blocks))
+            g.resolve_pairs(_first_accessor(model, sim, side))
             per["grid_coverage"], per["predicates"] = (
                 [r] for r in grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness,
-                                          g.missing(8), g.masked, _alias(model, sim, side, counts),
+                                          missing, g.masked, _alias(model, sim, side, counts),
                                           model.expect.replication, _size_names(side)))
         for name in SIDE_ORDER:
             out += per.get(name, [])
@@ -251,6 +282,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
             covers[key] = acc if isinstance(acc, TileCoverage) else TileCoverage(side, model.expect.replication)
     for ch_ids, ch_w in _chunked(sim, reps, wts):
         tables = sim.tables(ch_ids)
+        _attach(tables)
         # everything but the address-dependent checks of global sides
         _feed(st, tables, ch_w, names=[n for n in CHECKS if n not in perf])
         _feed(st, tables, ch_w, names=perf, sides={k for k in _all_sides(model) if k not in global_sides})
@@ -287,6 +319,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         for ch_ids, ch_w in _chunked(sim, rr[0], rr[1]):
             simulated.update(ch_ids.tolist())
             t = sim.stage_tables(cp, ch_ids)[0 if side.which == "src" else 1]
+            attach_view(t)
             for acc in accs.values():
                 acc.add(t, ch_w)
     # whole-grid coverage and predicates by the argument

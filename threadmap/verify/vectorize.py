@@ -22,6 +22,7 @@ from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, VectorizeSummary
 from threadmap.simulate.access import AccessTable
+from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, register, skipped
 from threadmap.verify.coalescing import access_legality
 from threadmap.verify.util import as_tables, ones
@@ -64,6 +65,30 @@ def widest_per_thread(t: AccessTable) -> np.ndarray:
     return best
 
 
+_NOREAL = np.iinfo(np.int64).max
+
+
+def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
+    """Per block of ``t``: the histogram of the widest legal vector over its real threads
+    (``hist[:, bits // 8]``), the narrowest with the first thread that has it, and the illegal
+    declared accesses."""
+    nb = int(t.blocks.size)
+    best = widest_per_thread(t)
+    real = best > 0 if t.valid is not None else np.ones(best.shape, dtype=bool)
+    H = hw.MAX_ACCESS_BYTES + 1
+    code = np.where(real, best // 8, 0)
+    key = np.arange(nb, dtype=np.int64)[:, None] * H + code
+    hist = np.bincount(key[real], minlength=nb * H).reshape(nb, H).astype(np.int64)
+    masked = np.where(real, best, _NOREAL)
+    lo = masked.min(axis=1) if masked.shape[1] else np.full(nb, _NOREAL, dtype=np.int64)
+    first = (masked == lo[:, None]).argmax(axis=1) if masked.shape[1] else np.zeros(nb, dtype=np.int64)
+    cont, al = access_legality(t)
+    real_acc = np.ones(cont.size, dtype=bool) if t.valid is None else t.valid.reshape(-1, t.vec)[:, 0]
+    bad = real_acc & ~(cont & al)
+    return {"hist": hist, "min": lo.astype(np.int64), "first": first.astype(np.int64),
+            "illegal": bad.reshape(nb, -1).sum(axis=1, dtype=np.int64)}
+
+
 class Vectorize(Accumulator):
     def __init__(self, side: SideModel, min_bits: int | None) -> None:
         self.side = side
@@ -73,40 +98,57 @@ class Vectorize(Accumulator):
         self.witness: dict[str, object] | None = None
         self.illegal = 0
         self.findings: list[Finding] = []
+        self.memo = Memo()
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if len(t) == 0:
             return
-        best = widest_per_thread(t)
-        real = best > 0 if t.valid is not None else np.ones(best.shape, dtype=bool)
+        v = view_of(t)
+        # the widths depend on the addresses (not the predicate): blocks at the reference
+        # pattern shifted by a multiple of every width tried have the reference's statistics
+        L = period(hw.LINE_BYTES, hw.MAX_ACCESS_BYTES, t.access_bytes,
+                   *[k * t.elem_bytes for k in (1, 2, 4, 8, 16) if k * t.elem_bytes <= hw.MAX_ACCESS_BYTES])
+        eligible = v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        st = per_block(t, eligible, v.addr.start % L, self.memo, block_stats)
         w = np.asarray(weights, dtype=np.int64)
-        wt_thread = np.broadcast_to(w[:, None], best.shape)
-        hist = np.bincount((best[real] // 8), weights=wt_thread[real], minlength=hw.MAX_ACCESS_BYTES + 1)
+        hist = (st["hist"] * w[:, None]).sum(axis=0)
         for code in np.flatnonzero(hist):
             self.hist[int(code) * 8] += int(hist[code])
-        m = int(best[real].min()) if real.any() else 0
+        has = st["min"] != _NOREAL
+        m = int(st["min"][has].min()) if has.any() else 0
         if self.min_legal is None or m < self.min_legal:
             self.min_legal = m
-            flat = np.flatnonzero(real.reshape(-1) & (best.reshape(-1) == m))[0]
-            b_ord, thread = divmod(int(flat), best.shape[1])
-            self.witness = t.row(t.row_index(b_ord, thread, 0))
-            self.witness["widest_bits"] = m
-        cont, al = access_legality(t)
-        real_acc = np.ones(cont.size, dtype=bool) if t.valid is None else t.valid.reshape(-1, t.vec)[:, 0]
-        bad = real_acc & ~(cont & al)
-        per_block = bad.size // t.blocks.size
-        self.illegal += int((bad * np.repeat(w, per_block)).sum())
-        for j in np.flatnonzero(bad)[:max(0, 8 - len(self.findings))]:
-            wt = t.row(int(j) * t.vec)
-            why = []
-            if not al[j]:
-                why.append(f"address {wt['address']} is not a multiple of {t.access_bytes}")
-            if not cont[j]:
-                why.append("its elements are not contiguous")
-            self.findings.append(Finding(
-                check="vectorize", kind="illegal_vector", stage=t.stage, side=t.side, witness=wt,
-                message=f"declared {t.access_bytes * 8}-bit access of block {wt['block']} thread "
-                        f"{wt['thread']} step {wt['step']} at {wt['coordinate']}: " + " and ".join(why)))
+            cand = np.flatnonzero(has & (st["min"] == m))
+            if cand.size:
+                b_ord = int(cand[0])
+                self.witness = t.row(t.row_index(b_ord, int(st["first"][b_ord]), 0))
+                self.witness["widest_bits"] = m
+        self.illegal += int((st["illegal"] * w).sum())
+        room = 8 - len(self.findings)
+        if room > 0 and st["illegal"].any():
+            apb = t.per_block // t.vec
+            for b in np.flatnonzero(st["illegal"]):
+                if room <= 0:
+                    break
+                one = t.select_blocks(np.array([b]))
+                cont, al = access_legality(one)
+                real_acc = np.ones(cont.size, dtype=bool) if one.valid is None else one.valid.reshape(-1, one.vec)[:, 0]
+                for j in np.flatnonzero(real_acc & ~(cont & al))[:room]:
+                    self.findings.append(self._illegal(t, int(b) * apb + int(j), bool(cont[j]), bool(al[j])))
+                    room -= 1
+
+    @staticmethod
+    def _illegal(t: AccessTable, j: int, cont: bool, al: bool) -> Finding:
+        wt = t.row(j * t.vec)
+        why = []
+        if not al:
+            why.append(f"address {wt['address']} is not a multiple of {t.access_bytes}")
+        if not cont:
+            why.append("its elements are not contiguous")
+        return Finding(check="vectorize", kind="illegal_vector", stage=t.stage, side=t.side, witness=wt,
+                       message=f"declared {t.access_bytes * 8}-bit access of block {wt['block']} thread "
+                               f"{wt['thread']} step {wt['step']} at {wt['coordinate']}: " + " and ".join(why))
 
     def result(self) -> CheckResult:
         declared = self.side.access_bits

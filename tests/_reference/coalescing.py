@@ -1,0 +1,172 @@
+"""Coalescing of global-memory accesses, per warp instruction.
+
+Definitions (:mod:`threadmap.hardware`).  A warp instruction is the ``32 * vec`` rows of one
+(block, warp, step); its active rows are those with a true predicate (an instruction with
+none is no request).  Per instruction: ``sectors`` (distinct 32-byte sectors touched),
+``lines`` (distinct 128-byte lines), ``bytes`` (distinct bytes requested) and
+``ideal = ceil(bytes / 32)``.  Totals over the grid: ``requests`` (instructions with an
+active row), ``sectors``, ``ideal_sectors``, ``sectors_per_request`` and
+``ratio = sectors / ideal_sectors``.  Alignment: every vector access with an active element
+must be contiguous and aligned to its width.  Compare with Nsight Compute's
+``l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum`` and
+``l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum``.
+
+The enumeration sorts each instruction's active addresses (one small sort per instruction)
+and counts distinct sectors, lines and bytes from the sorted order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tests._reference.util import as_tables, ones
+from threadmap import hardware as hw
+from threadmap.model import KernelModel, SideModel
+from threadmap.report.model import CheckResult, CoalescingSummary, Finding
+from threadmap.simulate.access import AccessTable
+from threadmap.verify.check import Accumulator, Check, skipped
+
+_BIG = np.int64(1) << 62
+
+
+def instruction_stats(t: AccessTable) -> dict[str, np.ndarray]:
+    """Per warp instruction of ``t``: ``active`` (has an active row), ``sectors``, ``lines``,
+    ``bytes``, ``ideal`` (arrays of length ``instructions``)."""
+    e = int(t.elem_bytes)
+    a = np.where(t.pred, t.addr, _BIG).reshape(-1, t.instruction_rows)
+    a.sort(axis=1)
+    valid = a < _BIG
+    nxt = np.empty_like(a)
+    nxt[:, :-1] = a[:, 1:]
+    nxt[:, -1] = _BIG
+    nbytes = np.where(valid, np.minimum(nxt - a, e), 0).sum(axis=1)
+    out = {"active": valid[:, 0], "bytes": nbytes}
+    for key, shift in (("sectors", 5), ("lines", 7)):
+        lo = a >> shift
+        hi = (a + (e - 1)) >> shift
+        prev = np.empty_like(hi)
+        prev[:, 0] = lo[:, 0] - 1
+        prev[:, 1:] = hi[:, :-1]
+        # sorted by address: the units new at row j are those above everything before it
+        out[key] = np.where(valid, hi - np.maximum(lo - 1, prev), 0).sum(axis=1)
+    out["ideal"] = -(-nbytes // hw.SECTOR_BYTES)
+    return out
+
+
+def access_legality(t: AccessTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per vector access (``vec`` consecutive rows): (contiguous?, aligned?)."""
+    e, v = int(t.elem_bytes), int(t.vec)
+    a = t.addr.reshape(-1, v)
+    contiguous = np.all(a == a[:, :1] + np.arange(v, dtype=np.int64) * e, axis=1) if v > 1 else \
+        np.ones(a.shape[0], dtype=bool)
+    aligned = a[:, 0] % (v * e) == 0
+    return contiguous, aligned
+
+
+class Coalescing(Accumulator):
+    def __init__(self, side: SideModel, max_ratio: float | None) -> None:
+        self.side = side
+        self.max_ratio = max_ratio
+        self.tot = {"requests": 0, "sectors": 0, "ideal_sectors": 0, "lines": 0, "bytes": 0, "misaligned": 0}
+        self.worst: dict[str, Any] | None = None
+        self.worst_excess = -1
+        self.misaligned: list[Finding] = []
+
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        if len(t) == 0:
+            return
+        s = instruction_stats(t)
+        per_block = s["active"].size // t.blocks.size
+        wi = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
+        act = s["active"]
+        self.tot["requests"] += int((act * wi).sum())
+        for k, sk in (("sectors", "sectors"), ("ideal_sectors", "ideal"), ("lines", "lines"), ("bytes", "bytes")):
+            self.tot[k] += int((s[sk] * wi).sum())
+        excess = np.where(act, s["sectors"] - s["ideal"], -1)
+        i = int(np.argmax(excess))
+        if act.any() and int(excess[i]) > self.worst_excess:
+            self.worst_excess = int(excess[i])
+            self.worst = self._describe(t, i, s)
+        cont, al = access_legality(t)
+        any_act = t.pred.reshape(-1, t.vec).any(axis=1)
+        bad = any_act & ~(cont & al)
+        per_block_acc = bad.size // t.blocks.size
+        wa = np.repeat(np.asarray(weights, dtype=np.int64), per_block_acc)
+        self.tot["misaligned"] += int((bad * wa).sum())
+        for j in np.flatnonzero(bad)[:max(0, 8 - len(self.misaligned))]:
+            w = t.row(int(j) * t.vec)
+            w["access_bytes"] = t.access_bytes
+            why = []
+            if not al[j]:
+                why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
+            if not cont[j]:
+                why.append("its elements are not contiguous")
+            self.misaligned.append(Finding(
+                check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w,
+                message=f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
+                        f"step {w['step']} at {w['coordinate']}: " + " and ".join(why)))
+
+    @staticmethod
+    def _describe(t: AccessTable, i: int, s: dict[str, np.ndarray]) -> dict[str, Any]:
+        rows = np.arange(i * t.instruction_rows, (i + 1) * t.instruction_rows)
+        rows = rows[t.pred[rows]]
+        first = t.row(int(rows[0]))
+        lanes = sorted({(int(t.lane[r]), int(t.addr[r])) for r in rows if t.element[r] == 0})
+        return {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE, "step": first["step"],
+                "sectors": int(s["sectors"][i]), "ideal": int(s["ideal"][i]), "lines": int(s["lines"][i]),
+                "bytes": int(s["bytes"][i]), "active_lanes": len({int(t.lane[r]) for r in rows}),
+                "lane_addresses": lanes[:32], "first": first}
+
+    def result(self) -> CheckResult:
+        tot = self.tot
+        req = max(tot["requests"], 1)
+        ratio = tot["sectors"] / tot["ideal_sectors"] if tot["ideal_sectors"] else 1.0
+        summary = CoalescingSummary(**tot, sectors_per_request=tot["sectors"] / req,
+                                    ideal_sectors_per_request=tot["ideal_sectors"] / req, ratio=ratio,
+                                    access_bits=self.side.access_bits, worst=self.worst)
+        res = CheckResult(check="coalescing", stage=self.side.stage, side=self.side.which, status="PASS",
+                          summary=summary)
+        for f in self.misaligned:
+            res.add(f, 0)
+        res.total_findings += tot["misaligned"]
+        over = self.max_ratio is not None and ratio > self.max_ratio + 1e-12
+        w = self.worst
+        if w and w["sectors"] > w["ideal"]:
+            res.add(Finding(check="coalescing", kind="uncoalesced", stage=self.side.stage, side=self.side.which,
+                            witness=w, severity="error" if over else "warning",
+                            message=f"block {w['block']} warp {w['warp']} step {w['step']}: {w['sectors']} "
+                                    f"sectors ({w['lines']} lines) for {w['bytes']} bytes, ideal {w['ideal']}"
+                                    + (f"; the spec allows {self.max_ratio:g}x the ideal over the grid, "
+                                       f"measured {ratio:.3g}x" if over else "")))
+        if tot["misaligned"] or over:
+            res.fail()
+        return res
+
+
+def check_coalescing(tables: AccessTable | Sequence[AccessTable], *, max_ratio: float | None = None) -> CheckResult:
+    """Coalescing of one global side's table (or chunks of it)."""
+    ts = as_tables(tables)
+    if ts[0].memory != "global":
+        return skipped("coalescing", ts[0], f"{ts[0].memory} memory: coalescing applies to global memory")
+    acc = Coalescing(ts[0], max_ratio)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
+
+
+
+class CoalescingCheck(Check):
+    name = "coalescing"
+    rule = "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned."
+    definition = staticmethod(hw.sectors)
+
+    def applies(self, side: SideModel) -> bool:
+        return side.memory == "global"
+
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> Coalescing:
+        assert side is not None
+        exp = model.expect
+        return Coalescing(side, exp.sector_ratio_load if side.which == "src" else exp.sector_ratio_store)

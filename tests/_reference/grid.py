@@ -1,0 +1,576 @@
+"""Whole-grid coverage and predicates, by enumeration or by the tiling argument.
+
+Definitions (one global side of one copy stage, over the whole grid, tensor extents
+``shape``):
+
+* *grid coverage*: every in-bounds element is the coordinate of exactly one active access
+  (with replication: of the same number of accesses); ``duplicates`` counts active in-bounds
+  accesses beyond one per element; on a destination, two written elements must not share an
+  address (``aliased``: a stride-0 or overlapping layout makes two coordinates one location).
+* *predicates*: (1) *safety*: no active access lies outside ``[0, shape)``; (2)
+  *completeness*: every in-bounds element is accessed by some active access (``lost``
+  otherwise).  A vector of ``k`` elements along mode ``i`` *straddles* the edge when some of
+  its elements are in bounds and some are not; if every vector along mode ``i`` starts at a
+  coordinate ``= r (mod k)``, no vector straddles iff ``extent_i % k == r``: the weakest
+  precondition on the sizes (``N % 4 == 0``), named with the tensor's size names.
+
+Deciding them:
+
+* :class:`GridEnumeration` counts every element (one byte per element, streamed over chunks of
+  blocks): the exhaustive mode, and the fallback when the argument does not apply.
+* :func:`grid_by_tiling` decides them from a few representative blocks.  Its premises: every
+  side's tile coordinate ``at_k`` is an affine function of one block coordinate (``bx``,
+  ``2 * bz``, ``by + 1``; several modes never share one), and no access leaves its tile.
+  Then tiles at distinct positions are disjoint translates, a block's counts depend only on
+  where its tile sits relative to the tensor's edges (inside, on the last partial tile,
+  outside: the *classes* of :class:`BlockClasses`), and the blocks that differ only in block
+  coordinates the side does not use revisit the same tiles (``m`` times each).  So
+  ``covered = sum(weight * covered_per_block) / m`` and every other count is a weighted sum.
+
+:class:`BlockClasses` also gives the representatives of the other checks: per class the
+first block and its neighbour along each block coordinate (blocks of one class differ by a
+translation; any property affine in the block coordinates is constant over the class iff it
+is equal on those), and, for the address-dependent checks of a global side with an affine
+layout, one block per residue of its tile's byte address modulo 128 (sector and line counts
+and alignment are invariant under shifts by multiples of 128 bytes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tests._reference.coverage import BlockTally
+from tests._reference.util import colex, delinearize, in_bounds
+from threadmap import hardware as hw
+from threadmap.model import KernelModel, SideModel, TensorModel
+from threadmap.report.model import (
+    MAX_FINDINGS,
+    CheckResult,
+    Finding,
+    GridCoverageSummary,
+    PredicatesSummary,
+)
+from threadmap.simulate.access import AccessTable
+from threadmap.spec.expr import BLOCK_NAMES
+
+KIND_CAP = 8
+#: elements of a tensor whose addresses are compared exactly for aliasing
+MAX_ALIAS_TABLE = 1 << 26
+#: bytes of whole-grid coverage state (one byte per element) the enumeration may allocate
+MAX_BITMAP_BYTES = 1 << 31
+
+
+def weakest_precondition(mode: int, k: int, residue: int, size_names: dict[int, str] | None = None) -> str:
+    """``"N % 4 == 0"``: the size condition under which vectors of ``k`` along ``mode`` starting
+    at ``residue (mod k)`` never straddle the edge."""
+    name = (size_names or {}).get(mode, f"extent[{mode}]")
+    return f"{name} % {k} == {residue % k}"
+
+
+def predicates_definition(accesses: Iterable[tuple[tuple[int, ...], bool]], shape: Sequence[int]) -> dict[str, Any]:
+    """Brute-force definition: ``accesses`` are ``(coordinate, predicate)`` pairs.
+
+    Returns ``{"ok", "out_of_bounds": [coords], "lost": [in-bounds coords never active]}``.
+    """
+    shape = tuple(shape)
+    active: set[tuple[int, ...]] = set()
+    oob = []
+    for c, p in accesses:
+        inb = all(0 <= x < e for x, e in zip(c, shape))
+        if p and not inb:
+            oob.append(c)
+        if p and inb:
+            active.add(tuple(c))
+    lost = [c for c in itertools.product(*(range(e) for e in shape)) if c not in active]
+    return {"ok": not oob and not lost, "out_of_bounds": oob, "lost": lost}
+
+
+# ----------------------------------------------------------------------------- straddles
+
+
+class Straddles:
+    """Weighted count of vector accesses that straddle the tensor's edge, and the start
+    residues of all vectors along each mode (for the weakest precondition)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.residues: dict[tuple[int, int], set[int]] = {}
+        self.n = {"straddling": 0, "straddling_masked": 0, "straddling_oob": 0}
+        self.witness: list[dict[str, Any]] = []
+
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        k = int(t.vec)
+        if k <= 1 or len(t) == 0:
+            return
+        c3 = [c.reshape(-1, k) for c in t.coords]
+        d = [c[:, 1] - c[:, 0] for c in c3]
+        inb = in_bounds(t.coords, t.shape).reshape(-1, k)
+        pred = t.pred.reshape(-1, k)
+        real = np.ones(pred.shape[0], dtype=bool) if t.valid is None else t.valid.reshape(-1, k)[:, 0]
+        per_block = pred.shape[0] // t.blocks.size
+        w = np.repeat(np.asarray(weights, dtype=np.int64), per_block)
+        absd = sum(np.abs(x) for x in d)
+        for i in range(len(c3)):
+            along = real & (d[i] == 1) & (absd == 1)
+            if not along.any():
+                continue
+            self.residues.setdefault((i, k), set()).update(int(x) for x in np.unique(c3[i][along, 0] % k))
+            st = along & inb.any(axis=1) & ~inb.all(axis=1)
+            if not st.any():
+                continue
+            lost = st & ~pred.any(axis=1)
+            oob = st & (pred & ~inb).any(axis=1)
+            self.n["straddling"] += int((st * w).sum())
+            self.n["straddling_masked"] += int((lost * w).sum())
+            self.n["straddling_oob"] += int((oob * w).sum())
+            for a in np.flatnonzero(lost | oob)[:max(0, 4 - len(self.witness))]:
+                rows = [t.row(int(a) * k + j) for j in range(k)]
+                self.witness.append({"mode": i, "k": k, "access": rows[0], "elements": rows,
+                                     "masked_whole": bool(lost[a])})
+
+    def preconditions(self, size_names: dict[int, str]) -> list[str]:
+        out = []
+        modes = {w["mode"] for w in self.witness}
+        for (i, k), rs in sorted(self.residues.items()):
+            if i not in modes:
+                continue
+            if len(rs) == 1:
+                out.append(weakest_precondition(i, k, next(iter(rs)), size_names))
+            else:
+                name = size_names.get(i, f"extent[{i}]")
+                out.append(f"no exact precondition: vectors along {name} start at residues {sorted(rs)} mod {k}")
+        return out
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass
+class GridCounts:
+    """Whole-grid counts of one side, however they were obtained."""
+
+    elements: int
+    accesses: int          # active accesses (rows with a true predicate)
+    counted: int           # active accesses inside the tensor
+    covered: int           # distinct in-bounds elements accessed
+    out_of_bounds: int     # active accesses outside the tensor
+    replication: int
+    dup_replicated: int    # replication mode: elements whose count differs from the common one
+
+
+def grid_results(side: Any, g: GridCounts, straddles: Straddles, dup_findings: list[Finding],
+                 oob_witness: list[dict[str, Any]], missing_witness: list[tuple[int, ...]],
+                 masked_of: Any, aliasing: tuple[int, list[Finding]], replication: bool,
+                 size_names: dict[int, str] | None = None) -> list[CheckResult]:
+    """The ``grid_coverage`` and ``predicates`` results of one side (a SideModel or an
+    AccessTable: its stage, side and shape) from its counts."""
+    st, sd = side.stage, side.which
+    missing = g.elements - g.covered
+    dups = g.dup_replicated if replication else g.counted - g.covered
+    aliased, alias_findings = aliasing
+    cov = CheckResult(check="grid_coverage", stage=st, side=sd, status="PASS",
+                      summary=GridCoverageSummary(elements=g.elements, accesses=g.accesses, covered=g.covered,
+                                                  missing=missing, duplicates=dups,
+                                                  out_of_bounds=g.out_of_bounds, replication=g.replication,
+                                                  aliased=aliased))
+    for f in dup_findings:
+        cov.add(f, 0)
+    cov.total_findings += dups
+    for coord in missing_witness[:KIND_CAP]:
+        cov.add(Finding(check="grid_coverage", kind="missing", stage=st, side=sd,
+                        message=f"element {coord} is not accessed by any active access in the grid",
+                        witness={"coordinate": coord, "masked_access": masked_of(coord)}), 0)
+    cov.total_findings += missing
+    for f in alias_findings:
+        cov.add(f, 0)
+    cov.total_findings += aliased
+    if cov.total_findings:
+        cov.fail()
+    pre = straddles.preconditions(size_names or {}) if (missing or g.out_of_bounds) else []
+    pr = CheckResult(check="predicates", stage=st, side=sd, status="PASS",
+                     summary=PredicatesSummary(shape=side.shape, out_of_bounds=g.out_of_bounds, lost=missing,
+                                               precondition=pre, **straddles.n))
+    for w in straddles.witness[:2]:
+        a = w["access"]
+        what = "masked whole" if w["masked_whole"] else "enabled with out-of-bounds elements"
+        pr.add(Finding(check="predicates", kind="straddle", stage=st, side=sd,
+                       witness={**a, "elements": w["elements"], "precondition": pre},
+                       message=f"vector of {w['k']} along mode {w['mode']} at {a['coordinate']} (block "
+                               f"{a['block']} thread {a['thread']} step {a['step']}) straddles the edge "
+                               f"{side.shape[w['mode']]} and is {what}"
+                               + (f"; weakest precondition: {' and '.join(pre)}" if pre else "")), 0)
+    for w in oob_witness[:KIND_CAP]:
+        pr.add(Finding(check="predicates", kind="out_of_bounds", stage=st, side=sd, witness=w,
+                       message=f"block {w['block']} thread {w['thread']} value {w['value']} accesses "
+                               f"{w['coordinate']} outside the tensor {side.shape} with a true predicate"), 0)
+    pr.total_findings += g.out_of_bounds
+    for coord in missing_witness[:KIND_CAP]:
+        mw = masked_of(coord)
+        how = (f"; its access (block {mw['block']} thread {mw['thread']} step {mw['step']}) is masked"
+               if mw else "")
+        pr.add(Finding(check="predicates", kind="lost", stage=st, side=sd,
+                       message=f"in-bounds element {coord} is not accessed by any true predicate{how}",
+                       witness={"coordinate": coord, "masked_access": mw}), 0)
+    pr.total_findings += missing
+    if pr.total_findings:
+        pr.fail()
+    return [cov, pr]
+
+
+# ----------------------------------------------------------------------------- enumeration
+
+
+class GridEnumeration:
+    """Whole-grid coverage and predicates of one side by counting every element.
+
+    State: one byte per tensor element (a saturating count), plus capped witness lists.
+    ``add`` takes chunks of blocks (weights must be 1).  A second access of an element in a
+    later block is a cross-block duplicate, witnessed by both accesses (the first is found by
+    its block, since an element's accessors are remembered per chunk).
+    """
+
+    def __init__(self, side: Any, replication: bool) -> None:
+        self.side = side
+        self.shape = tuple(side.shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        if self.size > MAX_BITMAP_BYTES:
+            raise MemoryError(f"whole-grid coverage of {self.size} elements needs {self.size} bytes")
+        self.replication = replication
+        self.count = np.zeros(self.size, dtype=np.uint8 if not replication else np.int32)
+        self.straddles = Straddles(self.shape)
+        self.n = {"accesses": 0, "counted": 0, "out_of_bounds": 0}
+        self.oob_witness: list[dict[str, Any]] = []
+        self.dup_findings: list[Finding] = []
+        #: second accessors of elements first accessed in an earlier chunk (first found later)
+        self.pending_pairs: list[dict[str, Any]] = []
+        self.masked = MaskedIndex(self.shape)
+
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        if len(t) == 0:
+            return
+        self.straddles.add(t, weights)
+        act = t.pred
+        inb = in_bounds(t.coords, self.shape)
+        cnt = act & inb
+        self.n["accesses"] += int(act.sum())
+        oob = act & ~inb
+        n_oob = int(oob.sum())
+        if n_oob:
+            self.n["out_of_bounds"] += n_oob
+            for i in np.flatnonzero(oob)[:max(0, MAX_FINDINGS - len(self.oob_witness))]:
+                self.oob_witness.append(t.row(int(i)))
+        rows = np.flatnonzero(cnt)
+        idx = colex([c[rows] for c in t.coords], self.shape)
+        self.n["counted"] += idx.size
+        if self.replication:
+            np.add.at(self.count, idx, 1)
+        else:
+            prev = self.count[idx]
+            if len(self.dup_findings) + len(self.pending_pairs) < KIND_CAP:
+                for j in np.flatnonzero(prev > 0)[:KIND_CAP]:
+                    self.pending_pairs.append(t.row(int(rows[j])))
+                self._within_chunk(t, rows, idx)
+            self.count[idx] = 1
+        self.masked.add(t)
+
+    def _within_chunk(self, t: AccessTable, rows: np.ndarray, idx: np.ndarray) -> None:
+        order = np.argsort(idx, kind="stable")
+        s = idx[order]
+        eq = np.flatnonzero(s[1:] == s[:-1])
+        for j in eq[:max(0, KIND_CAP - len(self.dup_findings))]:
+            a, b = t.row(int(rows[order[j]])), t.row(int(rows[order[j + 1]]))
+            self.dup_findings.append(_dup_finding(self.side, b, a))
+
+    def counts(self) -> GridCounts:
+        covered = int(np.count_nonzero(self.count))
+        r, dup_rep = 1, 0
+        if self.replication:
+            pos = self.count[self.count > 0]
+            vals, freq = np.unique(pos, return_counts=True)
+            r = int(vals[np.argmax(freq)]) if vals.size else 0
+            dup_rep = int(freq.sum() - freq.max()) if vals.size else 0
+        return GridCounts(self.size, self.n["accesses"], self.n["counted"], covered, self.n["out_of_bounds"],
+                          r, dup_rep)
+
+    def missing(self, k: int) -> list[tuple[int, ...]]:
+        out: list[tuple[int, ...]] = []
+        step = 1 << 22
+        for s0 in range(0, self.size, step):
+            part = np.flatnonzero(self.count[s0:s0 + step] == 0)[:k - len(out)]
+            out += [delinearize(int(s0 + i), self.shape) for i in part]
+            if len(out) >= k:
+                break
+        return out
+
+    def resolve_pairs(self, first_of: Any) -> None:
+        """Turn pending duplicates into pair witnesses; ``first_of(coord, before_block)`` finds
+        the earlier accessor (a row dict) of an element."""
+        for second in self.pending_pairs[:max(0, KIND_CAP - len(self.dup_findings))]:
+            self.dup_findings.append(_dup_finding(self.side, second, first_of(second["coordinate"],
+                                                                              second["block"])))
+        self.pending_pairs.clear()
+
+
+class MaskedIndex:
+    """A few masked (predicate false) in-bounds accesses, by element: they explain lost elements."""
+
+    def __init__(self, shape: tuple[int, ...], keep: int = 256) -> None:
+        self.shape = shape
+        self.keep = keep
+        self.rows: dict[tuple[int, ...], dict[str, Any]] = {}
+
+    def add(self, t: AccessTable) -> None:
+        if len(self.rows) >= self.keep:
+            return
+        real = ~t.pred if t.valid is None else (~t.pred & t.valid)
+        masked = np.flatnonzero(real & in_bounds(t.coords, self.shape))
+        for i in masked[:self.keep - len(self.rows)]:
+            r = t.row(int(i))
+            self.rows.setdefault(r["coordinate"], r)
+
+    def __call__(self, coord: tuple[int, ...]) -> dict[str, Any] | None:
+        return self.rows.get(tuple(coord))
+
+
+def _dup_finding(side: Any, second: dict[str, Any], first: dict[str, Any] | None) -> Finding:
+    if first is not None and "block" in first:
+        msg = (f"element {second['coordinate']} accessed by block {first['block']} thread {first['thread']} "
+               f"value {first['value']} and block {second['block']} thread {second['thread']} value "
+               f"{second['value']}")
+    else:
+        msg = (f"element {second['coordinate']} accessed again by block {second['block']} thread "
+               f"{second['thread']} value {second['value']}")
+    return Finding(check="grid_coverage", kind="duplicate", stage=side.stage, side=side.which, message=msg,
+                   witness={"coordinate": second["coordinate"], "first": first, "second": second})
+
+
+# ----------------------------------------------------------------------------- aliasing
+
+
+def aliasing(tensor: TensorModel) -> tuple[int, tuple[tuple[int, ...], tuple[int, ...]] | None, bool]:
+    """Elements of the tensor's domain whose address another element shares: ``(count,
+    (c, c') witness pair or None, decided)``.  Exact for tensors up to ``MAX_ALIAS_TABLE``
+    elements; larger ones are decided when a stride-0 mode of extent > 1 exists (aliased)
+    or the strides are ordered disjoint (not aliased)."""
+    size = int(np.prod(tensor.shape, dtype=np.int64))
+    lay = tensor.layout
+    if size <= MAX_ALIAS_TABLE:
+        idx = np.arange(size, dtype=np.int64)
+        crd = []
+        rest = idx
+        for e in tensor.shape:
+            crd.append(rest % e)
+            rest = rest // e
+        off = np.asarray(lay(tuple(crd)), dtype=np.int64).reshape(-1)
+        order = np.argsort(off, kind="stable")
+        so = off[order]
+        dup = np.r_[False, so[1:] == so[:-1]]
+        grp = dup | np.r_[dup[1:], False]
+        count = int(grp.sum())
+        if not count:
+            return 0, None, True
+        j = int(np.flatnonzero(dup)[0])
+        a, b = int(order[j - 1]), int(order[j])
+        return count, (delinearize(a, tensor.shape), delinearize(b, tensor.shape)), True
+    strides = tensor.strides
+    if strides is None:
+        return 0, None, False
+    for k, (e, d) in enumerate(zip(tensor.shape, strides, strict=True)):
+        if d == 0 and e > 1:
+            c0 = tuple(0 for _ in tensor.shape)
+            c1 = tuple(1 if i == k else 0 for i in range(len(tensor.shape)))
+            return size - size // e, (c0, c1), True
+    modes = sorted((abs(d), e) for e, d in zip(tensor.shape, strides, strict=True) if e > 1)
+    reach = 0
+    for d, e in modes:
+        if d <= reach:
+            return 0, None, False
+        reach += d * (e - 1)
+    return 0, None, True
+
+
+# ----------------------------------------------------------------------------- classes
+
+
+@dataclass(frozen=True)
+class BlockClasses:
+    """The grid cut into boxes whose blocks behave alike for every side (see module doc)."""
+
+    grid: tuple[int, int, int]
+    intervals: dict[str, list[tuple[int, int]]]  # per block coordinate: inclusive [lo, hi] pieces
+
+    @staticmethod
+    def of(model: KernelModel) -> BlockClasses | None:
+        """The classes, or None when a global side's tile coordinates are not separable affine
+        functions of the block coordinates."""
+        cuts: dict[str, set[int]] = {v: {0, g} for v, g in zip(BLOCK_NAMES, model.grid, strict=True)}
+        for side in model.sides():
+            if side.memory != "global" or side.at is None:
+                continue
+            if side.at_affine is None:
+                return None
+            used: set[str] = set()
+            for k, form in enumerate(side.at_affine):
+                if len(form.coef) > 1:
+                    return None
+                if not form.coef:
+                    continue
+                v, a = next(iter(form.coef.items()))
+                if v in used:
+                    return None
+                used.add(v)
+                g = model.grid[BLOCK_NAMES.index(v)]
+                T, E = side.tile[k], side.shape[k]
+                full = E // T
+                for lo_p, hi_p in ((0, full - 1), (full, full if E % T else full - 1)):
+                    if hi_p < lo_p:
+                        continue
+                    lo_b, hi_b = _solve(form.const, a, lo_p, hi_p)
+                    for x in (lo_b, hi_b + 1):
+                        if 0 < x < g:
+                            cuts[v].add(x)
+        iv = {}
+        for v in BLOCK_NAMES:
+            pts = sorted(cuts[v])
+            iv[v] = [(pts[i], pts[i + 1] - 1) for i in range(len(pts) - 1)]
+        return BlockClasses(model.grid, iv)
+
+    def boxes(self) -> list[dict[str, tuple[int, int]]]:
+        names = list(BLOCK_NAMES)
+        return [dict(zip(names, combo, strict=True))
+                for combo in itertools.product(*(self.intervals[v] for v in names))]
+
+    def block_id(self, point: dict[str, int]) -> int:
+        gx, gy, _ = self.grid
+        return point["bx"] + gx * (point["by"] + gy * point["bz"])
+
+    def representatives(self) -> tuple[np.ndarray, np.ndarray]:
+        """(block ids, weights): per box its first block and the next one along each block
+        coordinate; weights sum to the box's size."""
+        ids: list[int] = []
+        wts: list[int] = []
+        for box in self.boxes():
+            size = int(np.prod([hi - lo + 1 for lo, hi in box.values()]))
+            first = {v: lo for v, (lo, _) in box.items()}
+            extra = []
+            for v, (lo, hi) in box.items():
+                if hi > lo:
+                    extra.append(self.block_id({**first, v: lo + 1}))
+            ids.append(self.block_id(first))
+            wts.append(size - len(extra))
+            ids += extra
+            wts += [1] * len(extra)
+        return np.asarray(ids, dtype=np.int64), np.asarray(wts, dtype=np.int64)
+
+    def residue_representatives(self, model: KernelModel, side: SideModel) -> tuple[np.ndarray, np.ndarray] | None:
+        """(block ids, weights) with one block per box and residue of the side's tile byte
+        address modulo 128; None when the side's layout or tile coordinates are not affine."""
+        tensor = side.tensor
+        if tensor is None or tensor.strides is None or (side.at is not None and side.at_affine is None):
+            return None
+        alpha = dict.fromkeys(BLOCK_NAMES, 0)
+        for k, form in enumerate(side.at_affine or ()):
+            for v, a in form.coef.items():
+                alpha[v] += a * side.tile[k] * tensor.strides[k] * tensor.elem_bytes
+        beta = model.origins(side, np.zeros(1, dtype=np.int64))[0]
+        base = tensor.base + (tensor.offset + int(sum(int(o) * d for o, d in zip(beta, tensor.strides)))) \
+            * tensor.elem_bytes
+        L = hw.LINE_BYTES
+        ids: list[int] = []
+        wts: list[int] = []
+        for box in self.boxes():
+            # per residue mod L: (count, example point)
+            acc: dict[int, tuple[int, dict[str, int]]] = {base % L: (1, {})}
+            for v in BLOCK_NAMES:
+                lo, hi = box[v]
+                per = _residues(alpha[v], lo, hi, L)
+                nxt: dict[int, tuple[int, dict[str, int]]] = {}
+                for r0, (c0, p0) in acc.items():
+                    for r1, (c1, b1) in per.items():
+                        r = (r0 + r1) % L
+                        c, p = nxt.get(r, (0, {**p0, v: b1}))
+                        nxt[r] = (c + c0 * c1, p)
+                acc = nxt
+            for _, (c, p) in sorted(acc.items()):
+                ids.append(self.block_id(p))
+                wts.append(c)
+        return np.asarray(ids, dtype=np.int64), np.asarray(wts, dtype=np.int64)
+
+
+def _solve(c: int, a: int, lo_p: int, hi_p: int) -> tuple[int, int]:
+    """Integer ``b`` with ``lo_p <= c + a*b <= hi_p`` (``a != 0``): an inclusive range."""
+    if a > 0:
+        return -(-(lo_p - c) // a), (hi_p - c) // a
+    return -(-(hi_p - c) // a), (lo_p - c) // a
+
+
+def _residues(alpha: int, lo: int, hi: int, m: int) -> dict[int, tuple[int, int]]:
+    """``{alpha * b mod m: (how many b in [lo, hi], the first such b)}``."""
+    n = hi - lo + 1
+    period = m // np.gcd(alpha % m, m) if alpha % m else 1
+    out: dict[int, tuple[int, int]] = {}
+    for j in range(min(period, n)):
+        b = lo + j
+        cnt = (n - j + period - 1) // period
+        r = (alpha * b) % m
+        prev = out.get(r)
+        out[r] = (cnt + (prev[0] if prev else 0), prev[1] if prev else b)
+    return out
+
+
+# ----------------------------------------------------------------------------- the argument
+
+
+def multiplicity(model: KernelModel, side: SideModel) -> tuple[int, list[str]]:
+    """How many blocks visit each tile of ``side`` (the product of the extents of the block
+    coordinates its tile coordinates do not use), and those coordinates."""
+    used = set()
+    for form in side.at_affine or ():
+        used |= set(form.coef)
+    unused = [v for v, g in zip(BLOCK_NAMES, model.grid, strict=True) if v not in used and g > 1]
+    m = 1
+    for v in unused:
+        m *= model.grid[BLOCK_NAMES.index(v)]
+    return m, unused
+
+
+def counts_by_tiling(side: SideModel, tallies: Sequence[BlockTally], m: int, replication: bool,
+                     active: int) -> GridCounts:
+    """Whole-grid counts of one side from its representatives' tile tallies (see module doc)."""
+    elements = int(np.prod(side.shape, dtype=np.int64))
+    covered_w = sum(t.weight * t.covered for t in tallies)
+    counted = sum(t.weight * t.accesses for t in tallies)
+    oob = sum(t.weight * t.out_of_bounds for t in tallies)
+    covered = covered_w // m
+    r, dup_rep = 1, 0
+    if replication:
+        hist: Counter[int] = Counter()
+        for t in tallies:
+            for c, cells in t.hist.items():
+                hist[c * m] += t.weight * cells // m
+        if hist:
+            r = hist.most_common(1)[0][0]
+            dup_rep = sum(v for c, v in hist.items() if c != r)
+        else:
+            r = 0
+    return GridCounts(elements, active, counted, covered, oob, r, dup_rep)
+
+
+def check_grid(tables: AccessTable | Sequence[AccessTable], *, replication: bool = False,
+               size_names: dict[int, str] | None = None) -> list[CheckResult]:
+    """Whole-grid coverage and predicates of one global side's table (or chunks of it) by
+    enumeration: ``[grid_coverage, predicates]``."""
+    ts = [tables] if isinstance(tables, AccessTable) else list(tables)
+    g = GridEnumeration(ts[0], replication)
+    for t in ts:
+        g.add(t, np.ones(t.blocks.size, dtype=np.int64))
+    return grid_results(ts[0], g.counts(), g.straddles, g.dup_findings + [
+        _dup_finding(ts[0], s, None) for s in g.pending_pairs[:KIND_CAP]], g.oob_witness, g.missing(KIND_CAP),
+        g.masked, (0, []), replication, size_names)
+

@@ -1,0 +1,158 @@
+"""Vectorization: the widest vector each thread's values allow, and the declared access's legality.
+
+Definitions.  On one side of a copy, order each thread's elements by value index with byte
+addresses ``a_0, a_1, ...`` and element size ``e``.  A width of ``k`` elements (``k * e * 8``
+bits, a power of two, at most 128 bits) is *legal for the thread* iff its value count is a
+multiple of ``k`` and every group ``{a_{jk}, ..., a_{jk+k-1}}`` is contiguous and aligned
+(``a_{jk} % (k*e) == 0``; addresses include the tensor base, so the base alignment and the
+leading dimensions enter here).  The side's widest legal vector is the minimum over threads
+(one instruction width for all threads).  The *declared* access (``vec`` elements, from the
+copy atom or thread map) is legal iff every access is contiguous and aligned
+(:func:`threadmap.hardware.access_legal`).  Register sides are skipped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from tests._reference.coalescing import access_legality
+from tests._reference.util import as_tables, ones
+from threadmap import hardware as hw
+from threadmap.model import KernelModel, SideModel
+from threadmap.report.model import CheckResult, Finding, VectorizeSummary
+from threadmap.simulate.access import AccessTable
+from threadmap.verify.check import Accumulator, Check, skipped
+
+
+def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes: int,
+                             max_bits: int = hw.MAX_ACCESS_BYTES * 8) -> int:
+    """Widest legal vector (bits) for one thread's addresses listed in value order."""
+    a = list(addresses_in_value_order)
+    best, k = 0, 1
+    while k * elem_bytes * 8 <= max_bits:
+        if len(a) % k == 0 and all(hw.access_legal(a[j:j + k], elem_bytes) for j in range(0, len(a), k)):
+            best = k * elem_bytes * 8
+        k *= 2
+    return best
+
+
+def widest_per_thread(t: AccessTable) -> np.ndarray:
+    """(blocks, warps * 32) widest legal bits of every thread (0 for padding)."""
+    e = int(t.elem_bytes)
+    nb, W, S, vec = t.blocks.size, t.warps, t.steps, t.vec
+    a = t.addr.reshape(nb, W, S, hw.WARP_SIZE, vec).transpose(0, 1, 3, 2, 4).reshape(nb, W * hw.WARP_SIZE, -1)
+    V = a.shape[2]
+    best = np.zeros(a.shape[:2], dtype=np.int64)
+    k = 1
+    step_ok = np.diff(a, axis=2) == e if V > 1 else np.zeros(a.shape[:2] + (0,), dtype=bool)
+    while k * e * 8 <= hw.MAX_ACCESS_BYTES * 8 and V % k == 0:
+        g = a.reshape(nb, -1, V // k, k)
+        ok = np.all(g[..., 0] % (k * e) == 0, axis=2)
+        if k > 1:
+            inner = np.ones((nb, a.shape[1], V), dtype=bool)
+            inner[..., :-1] = step_ok
+            inner = inner.reshape(nb, -1, V // k, k)[..., :-1]
+            ok &= inner.all(axis=(2, 3))
+        best = np.where(ok, k * e * 8, best)
+        k *= 2
+    if t.valid is not None:
+        real = t.valid.reshape(nb, W, S, hw.WARP_SIZE, vec)[:, :, 0, :, 0].reshape(nb, -1)
+        best = np.where(real, best, 0)
+    return best
+
+
+class Vectorize(Accumulator):
+    def __init__(self, side: SideModel, min_bits: int | None) -> None:
+        self.side = side
+        self.min_bits = min_bits
+        self.hist: Counter[int] = Counter()
+        self.min_legal: int | None = None
+        self.witness: dict[str, object] | None = None
+        self.illegal = 0
+        self.findings: list[Finding] = []
+
+    def add(self, t: AccessTable, weights: np.ndarray) -> None:
+        if len(t) == 0:
+            return
+        best = widest_per_thread(t)
+        real = best > 0 if t.valid is not None else np.ones(best.shape, dtype=bool)
+        w = np.asarray(weights, dtype=np.int64)
+        wt_thread = np.broadcast_to(w[:, None], best.shape)
+        hist = np.bincount((best[real] // 8), weights=wt_thread[real], minlength=hw.MAX_ACCESS_BYTES + 1)
+        for code in np.flatnonzero(hist):
+            self.hist[int(code) * 8] += int(hist[code])
+        m = int(best[real].min()) if real.any() else 0
+        if self.min_legal is None or m < self.min_legal:
+            self.min_legal = m
+            flat = np.flatnonzero(real.reshape(-1) & (best.reshape(-1) == m))[0]
+            b_ord, thread = divmod(int(flat), best.shape[1])
+            self.witness = t.row(t.row_index(b_ord, thread, 0))
+            self.witness["widest_bits"] = m
+        cont, al = access_legality(t)
+        real_acc = np.ones(cont.size, dtype=bool) if t.valid is None else t.valid.reshape(-1, t.vec)[:, 0]
+        bad = real_acc & ~(cont & al)
+        per_block = bad.size // t.blocks.size
+        self.illegal += int((bad * np.repeat(w, per_block)).sum())
+        for j in np.flatnonzero(bad)[:max(0, 8 - len(self.findings))]:
+            wt = t.row(int(j) * t.vec)
+            why = []
+            if not al[j]:
+                why.append(f"address {wt['address']} is not a multiple of {t.access_bytes}")
+            if not cont[j]:
+                why.append("its elements are not contiguous")
+            self.findings.append(Finding(
+                check="vectorize", kind="illegal_vector", stage=t.stage, side=t.side, witness=wt,
+                message=f"declared {t.access_bytes * 8}-bit access of block {wt['block']} thread "
+                        f"{wt['thread']} step {wt['step']} at {wt['coordinate']}: " + " and ".join(why)))
+
+    def result(self) -> CheckResult:
+        declared = self.side.access_bits
+        summary = VectorizeSummary(declared_bits=declared, declared_legal=self.illegal == 0,
+                                   max_legal_bits=self.min_legal or 0,
+                                   widest_histogram=dict(sorted(self.hist.items())), illegal_accesses=self.illegal)
+        res = CheckResult(check="vectorize", stage=self.side.stage, side=self.side.which, status="PASS",
+                          summary=summary)
+        for f in self.findings:
+            res.add(f, 0)
+        res.total_findings += self.illegal
+        if self.illegal:
+            res.fail()
+        elif self.min_legal and self.min_legal > declared:
+            res.add(Finding(check="vectorize", kind="narrow", stage=self.side.stage, side=self.side.which,
+                            witness=dict(self.witness or {}), severity="info",
+                            message=f"declared {declared}-bit accesses; every thread allows "
+                                    f"{self.min_legal}-bit vectors"))
+        if self.min_bits is not None and declared < self.min_bits:
+            res.fail()
+            res.add(Finding(check="vectorize", kind="expectation", stage=self.side.stage, side=self.side.which,
+                            message=f"declared {declared}-bit accesses, the spec expects at least "
+                                    f"{self.min_bits}-bit"))
+        return res
+
+
+def check_vectorize(tables: AccessTable | Sequence[AccessTable], *, min_bits: int | None = None) -> CheckResult:
+    """Vectorization of one side's table (or chunks of it); register sides are skipped."""
+    ts = as_tables(tables)
+    if ts[0].memory == "register":
+        return skipped("vectorize", ts[0], "register side: any vector width is legal")
+    acc = Vectorize(ts[0], min_bits)  # type: ignore[arg-type]
+    for t in ts:
+        acc.add(t, ones(t))
+    return acc.result()
+
+
+
+class VectorizeCheck(Check):
+    name = "vectorize"
+    rule = "Vector accesses are contiguous and aligned, as wide as the data allows."
+    definition = staticmethod(widest_vector_definition)
+
+    def applies(self, side: SideModel) -> bool:
+        return side.memory != "register"
+
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> Vectorize:
+        assert side is not None
+        return Vectorize(side, model.expect.vector_bits)
