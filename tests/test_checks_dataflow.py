@@ -94,7 +94,9 @@ def test_sub_word_stores_are_not_races(elem_bytes: int) -> None:
 
 
 @pytest.mark.parametrize("barrier,smem", [(True, None), (False, None),
-                                          (True, lambda b, t, s, ln: (t % T, (t // T) // 2))])
+                                          (True, lambda b, t, s, ln: (t % T, (t // T) // 2)),
+                                          (False, lambda b, t, s, ln: (t % T, (t // T) // 2)),
+                                          (False, lambda b, t, s, ln: (t // T, t % T))])
 def test_matches_definition_small(barrier: bool, smem: object) -> None:
     st = transpose_stages(barrier=barrier, smem_write=smem)
     r = check_dataflow(st, "transpose")

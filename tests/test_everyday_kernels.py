@@ -243,3 +243,34 @@ def test_tile_coordinates_with_arithmetic_over_block_names(m: int, gy: int) -> N
     g = result(r, "grid_coverage", 0, "src")
     assert g.summary["covered"] == 2 * gy * 256 and g.summary["missing"] == m * m - 2 * gy * 256
     assert g.summary["duplicates"] == 0
+
+
+SHIFTED = """
+spec: 1
+name: reads tile 2 bx, writes tile bx
+element: f32
+threads: 256
+sizes: {M: 2048, N: 2048}
+grid: ["ceil_div(M, 32)", "ceil_div(N, 16)"]
+tensors:
+  x: {memory: global, layout: "(M,N):(N,1)"}
+  y: {memory: global, layout: "(M,N):(N,1)"}
+stages:
+  - copy:
+      src: {tensor: x, tile: [16, 16], at: ["2 * bx", by], threads: "(16,16):(16,1)"}
+      dst: {registers: r}
+  - copy:
+      src: {registers: r}
+      dst: {tensor: y, tile: [16, 16], at: [bx, by], threads: "(16,16):(16,1)"}
+expect: {transform: copy}
+"""
+
+
+def test_a_per_block_quantity_that_varies_along_the_grid() -> None:
+    # block (bx, by) copies x's tile (2 bx, by) to y's tile (bx, by): right for bx = 0 only.
+    # Blocks of one class differ in where they read relative to where they write, so the
+    # argument's premise fails and the default run enumerates: counts equal exhaustive ones.
+    r = both(SHIFTED)
+    assert r.totals == "enumerated" and any("do not" in n or "differ" in n for n in r.notes)
+    df = result(r, "dataflow")
+    assert df.summary["wrong_values"] == (64 - 1) * 128 * 256 and df.summary["output_writes"] == 64 * 128 * 256

@@ -223,8 +223,13 @@ class Rows:
     def __init__(self, table: AccessTable, idx: np.ndarray) -> None:
         self.table = table
         self.idx = idx
-        for k in ("tensor", "memory", "stage", "side", "elem_bytes", "vec", "shape"):
-            setattr(self, k, getattr(table, k))
+        self.tensor: str = table.tensor
+        self.memory: Memory = table.memory
+        self.stage: int = table.stage
+        self.side: str = table.side
+        self.elem_bytes: int = table.elem_bytes
+        self.vec: int = table.vec
+        self.shape: tuple[int, ...] = table.shape
         self.access_bytes = table.access_bytes
         self.block = table.block[idx]
         self.thread = table.thread[idx]

@@ -248,8 +248,9 @@ class Simulator:
         n = nb * pb
         key = (side.stage, side.which)
         valid = None if plan.valid is None else _tile(arena, (*key, "valid"), plan.valid, nb)
+        coords: tuple[np.ndarray, ...]
         if side.tensor is None:  # registers: (thread, value) of each row
-            assert plan.reg is not None
+            assert plan.reg is not None and plan.reg_addr is not None
             th, va = plan.reg
             coords = (_tile(arena, (*key, 0), th, nb), _tile(arena, (*key, 1), va, nb))
             off = _tile(arena, (*key, "off"), va, nb)

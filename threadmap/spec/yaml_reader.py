@@ -98,7 +98,8 @@ def _count_events(text: str) -> None:
             if isinstance(ev, yaml.NodeEvent) and not isinstance(ev, yaml.AliasEvent):
                 n += 1
                 if n > MAX_NODES:
-                    raise _Counted((ev.start_mark.line + 1, ev.start_mark.column + 1))
+                    m = ev.start_mark
+                    raise _Counted((m.line + 1, m.column + 1) if m is not None else (1, 1))
     finally:
         loader.dispose()
 
@@ -223,6 +224,7 @@ def _load_yaml(text: str, name: str) -> Located:
                 raise fail(name, *mk(node), f"nested deeper than {MAX_NESTING} levels "
                             "(or a recursive alias)")
             if is_key:
+                assert isinstance(node, yaml.ScalarNode)  # keys are checked to be scalars above
                 return scalar(node, path)
             loc.values[path] = mk(node)
             if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in _YAML_TAGS:

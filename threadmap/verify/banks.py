@@ -58,7 +58,7 @@ def phase_wavefronts(t: AccessTable) -> np.ndarray:
     start[:, 1:] = bank[:, 1:] != bank[:, :-1]
     pos = np.where(start, np.arange(key.shape[1])[None, :], 0)
     np.maximum.accumulate(pos, axis=1, out=pos)
-    base = np.take_along_axis(cum, pos, axis=1) - np.take_along_axis(new_word, pos, axis=1)
+    base: np.ndarray = np.take_along_axis(cum, pos, axis=1) - np.take_along_axis(new_word, pos, axis=1)
     run = np.where(valid, cum - base, 0)
     return run.max(axis=1).reshape(-1, P)
 

@@ -76,8 +76,8 @@ class BlockView:
             return np.zeros(self.nb, dtype=bool)
         p2 = self.t.pred.reshape(self.nb, self.pb)
         if self.t.valid is None:
-            return p2.all(axis=1)
-        return np.equal(p2, self.vtpl[None, :]).all(axis=1)
+            return np.asarray(p2.all(axis=1))
+        return np.asarray(np.equal(p2, self.vtpl[None, :]).all(axis=1))
 
     @cached_property
     def pattern(self) -> Pattern | None:

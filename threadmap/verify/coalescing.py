@@ -122,7 +122,8 @@ class Coalescing(Accumulator):
         room = 8 - len(self.misaligned)
         if room > 0 and st["misaligned"].any():
             apb = t.per_block // t.vec
-            for b in np.flatnonzero(st["misaligned"]):
+            for bi in np.flatnonzero(st["misaligned"]):
+                b = int(bi)
                 if room <= 0:
                     break
                 one = t.select_blocks(np.array([b]))

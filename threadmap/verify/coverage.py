@@ -207,8 +207,8 @@ class TileCoverage(Accumulator):
                "duplicate_cells": bad, "duplicates": ndup, "out_of_tile": st["out_of_tile"],
                "out_of_bounds": st["out_of_bounds"]}
         self.n["blocks"] += int(w.sum())
-        for k, x in per.items():
-            self.n[k] += int((x * w).sum())
+        for name, x in per.items():
+            self.n[name] += int((x * w).sum())
         wg = np.add.reduceat(w, starts)
         for r, x in zip(r_g.tolist(), wg.tolist()):
             self.rep_hist[int(r)] += int(x)

@@ -430,11 +430,13 @@ class Dataflow(Accumulator):
         th = src._template["thread"][rs - b * pb].astype(np.int32)
         k = max(1, src.elem_bytes // buf.g)
         writer = buf.epoch_writer[slot]
-        other = (writer != -1) & (writer != th)
+        # written in this epoch by another thread: the last writer is another thread, or the
+        # slot was raced (two threads wrote it, so another did even if this one wrote last)
+        other = ((writer != -1) & (writer != th)) | buf.raced[slot]
         mine = writer == th
         for j in range(1, k):  # every slot of the element
             wj = buf.epoch_writer[slot + j]
-            other |= (wj != -1) & (wj != th)
+            other |= ((wj != -1) & (wj != th)) | buf.raced[slot + j]
             mine &= wj == th
         val = np.where(mine, buf.epoch_val[slot], buf.val[slot])
         found = mine | buf.written[slot]
@@ -445,16 +447,17 @@ class Dataflow(Accumulator):
         for j in stale[:max(0, room)]:
             rdr = src.row(int(rs[j]))
             sj = int(slot[j])
-            wthread = next(int(buf.epoch_writer[sj + x]) for x in range(k)
-                           if buf.epoch_writer[sj + x] not in (-1, int(th[j])))
+            wthread = next((int(buf.epoch_writer[sj + x]) for x in range(k)
+                            if buf.epoch_writer[sj + x] not in (-1, int(th[j]))), -1)
             wstage = int(buf.epoch_stage[sj])
             self.findings["stale_read"].append(Finding(
                 check="dataflow", kind="stale_read", stage=si, side="src",
                 witness={**rdr, "reader": rdr, "writer": {"thread": wthread, "stage": wstage,
                                                           "block": rdr["block"]}},
                 message=f"stage {si}: block {rdr['block']} thread {rdr['thread']} reads shared address "
-                        f"{rdr['address']} written by thread {wthread} in stage {wstage} since the last "
-                        "barrier (missing barrier?)"))
+                        f"{rdr['address']} written by "
+                        + (f"thread {wthread}" if wthread >= 0 else "another thread as well (a race)")
+                        + f" in stage {wstage} since the last barrier (missing barrier?)"))
         if src.buffer in written:
             bad = np.flatnonzero(~found & ~other)
             ctx.weighted["uninitialised_reads"] += ctx.per_block(rs[bad], pb)

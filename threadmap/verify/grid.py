@@ -62,9 +62,9 @@ from threadmap.verify.util import colex, delinearize, in_bounds
 
 KIND_CAP = 8
 #: elements of a tensor whose addresses are compared exactly for aliasing
-MAX_ALIAS_TABLE = 1 << 26
+MAX_ALIAS_TABLE = 1 << 23
 #: bytes of whole-grid coverage state (one byte per element) the enumeration may allocate
-MAX_BITMAP_BYTES = 1 << 31
+MAX_BITMAP_BYTES = 1 << 30
 
 
 def weakest_precondition(mode: int, k: int, residue: int, size_names: dict[int, str] | None = None) -> str:
@@ -117,6 +117,7 @@ class Straddles:
             R = len(v.coords)
             c3 = [c.rel.reshape(-1, k) for c in v.coords]
             d = [c[:, 1] - c[:, 0] for c in c3]
+            assert v.vtpl is not None
             real = v.vtpl.reshape(-1, k)[:, 0]
             absd = sum(np.abs(x) for x in d)
             for i in range(R):
@@ -267,7 +268,7 @@ class GridEnumeration:
         self.side = side
         self.shape = tuple(side.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        if self.size > MAX_BITMAP_BYTES:
+        if self.size * (4 if replication else 1) > MAX_BITMAP_BYTES:
             raise MemoryError(f"whole-grid coverage of {self.size} elements needs {self.size} bytes")
         self.replication = replication
         self.count = np.zeros(self.size, dtype=np.uint8 if not replication else np.int32)
@@ -391,7 +392,8 @@ class GridEnumeration:
         covered = int(np.count_nonzero(self.count))
         r, dup_rep = 1, 0
         if self.replication:
-            pos = self.count[self.count > 0]
+            cnt: np.ndarray = np.asarray(self.count)
+            pos = cnt[cnt > 0].astype(np.int64)
             freq = np.bincount(pos)
             vals = np.flatnonzero(freq)
             freq = freq[vals]
@@ -508,7 +510,7 @@ def aliasing(tensor: TensorModel) -> tuple[int, tuple[tuple[int, ...], tuple[int
         if d == 0 and e > 1:
             c0 = tuple(0 for _ in tensor.shape)
             c1 = tuple(1 if i == k else 0 for i in range(len(tensor.shape)))
-            return size - size // e, (c0, c1), True
+            return size, (c0, c1), True  # every element shares its address along that mode
     if not _disjoint_strides(tensor.shape, strides):
         return 0, None, False
     return 0, None, True
@@ -583,11 +585,13 @@ class BlockClasses:
         gx, gy, _ = self.grid
         return point["bx"] + gx * (point["by"] + gy * point["bz"])
 
-    def representatives(self) -> tuple[np.ndarray, np.ndarray]:
-        """(block ids, weights): per box its first block and the next one along each block
-        coordinate; weights sum to the box's size."""
+    def representatives(self) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
+        """(block ids, weights, groups): per box its first block and the next one along each
+        block coordinate; weights sum to the box's size; ``groups`` lists each box's
+        representatives (their per-block counts must agree for the argument to hold)."""
         ids: list[int] = []
         wts: list[int] = []
+        groups: list[list[int]] = []
         for box in self.boxes():
             size = int(np.prod([hi - lo + 1 for lo, hi in box.values()]))
             first = {v: lo for v, (lo, _) in box.items()}
@@ -599,7 +603,8 @@ class BlockClasses:
             wts.append(size - len(extra))
             ids += extra
             wts += [1] * len(extra)
-        return np.asarray(ids, dtype=np.int64), np.asarray(wts, dtype=np.int64)
+            groups.append([self.block_id(first), *extra])
+        return np.asarray(ids, dtype=np.int64), np.asarray(wts, dtype=np.int64), groups
 
     def residue_representatives(self, model: KernelModel, side: SideModel) -> tuple[np.ndarray, np.ndarray] | None:
         """(block ids, weights) with one block per box and residue of the side's tile byte

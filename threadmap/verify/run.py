@@ -47,6 +47,7 @@ from threadmap.verify.grid import (
     grid_results,
     multiplicity,
 )
+from threadmap.verify.homogeneity import first_difference
 
 #: default enumeration budget (rows of all stages): beyond it the tiling argument or partial counts
 MAX_ROWS = 1 << 28
@@ -126,13 +127,13 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     sim = Simulator(model)
     total_rows = model.num_blocks * sim.rows_per_block()
     grid_sides = [s for s in model.sides() if s.memory == "global"]
-    bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides)
+    bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides) * (4 if model.expect.replication else 1)
     classes = None if opts.exhaustive else BlockClasses.of(model)
     notes: list[str] = []
     affordable = total_rows <= opts.max_rows and bitmap <= MAX_BITMAP_BYTES
     if opts.exhaustive:
         if bitmap > MAX_BITMAP_BYTES:
-            raise WorkTooLarge(f"--exhaustive counts every element of {bitmap} global tensor elements "
+            raise WorkTooLarge(f"--exhaustive counts every element of the global tensors: {bitmap} bytes "
                                f"(about {bitmap / 2**30:.1f} GiB, limit {MAX_BITMAP_BYTES / 2**30:.0f} GiB); "
                                "the default mode proves the interior by tiling instead")
         results, simulated, totals = _enumerate(model, sim, opts)
@@ -151,11 +152,8 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
                 notes.append(f"the tiling argument does not hold ({fallback}): every block simulated")
                 results, simulated, totals = _enumerate(model, sim, opts)
             else:
-                notes.append(f"the tiling argument does not hold ({fallback}) and enumerating "
-                             f"{total_rows} accesses is beyond the budget: counts are partial")
-                totals = "partial"
-                for r in results:
-                    r.totals = "partial"
+                notes.append(f"the tiling argument does not hold ({fallback})")
+                results, simulated, totals = _partial(model, sim, opts, notes)
     return _report(model, results, simulated, totals, notes, time.perf_counter() - t0)
 
 
@@ -266,8 +264,11 @@ def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
 def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: RunOptions,
             notes: list[str]) -> tuple[list[CheckResult], int, Totals, str | None]:
     st = _accumulators(model, opts, True)
-    reps, wts = classes.representatives()
+    reps, wts, groups = classes.representatives()
     simulated = set(reps.tolist())
+    unlike = first_difference(model, sim, groups)
+    if unlike is not None:
+        return [], len(simulated), "partial", unlike
     perf = {"coalescing", "vectorize"}
     global_sides = {(s.stage, s.which) for s in model.sides() if s.memory == "global"}
     covers: dict[tuple[int, str], TileCoverage] = {}
@@ -435,11 +436,10 @@ def _tiling_missing(model: KernelModel, side: SideModel, cover: TileCoverage) ->
         if form.coef:
             v, a = next(iter(form.coef.items()))
             g = model.grid[BLOCK_NAMES.index(v)]
-            visited = lambda p, c=form.const, a=a, g=g: (p - c) % a == 0 and 0 <= (p - c) // a < g  # noqa: E731
         else:
-            visited = lambda p, c=form.const: p == c  # noqa: E731
+            a, g = 1, 1  # a constant tile coordinate: one position
         for p in range(need):
-            if not visited(p):
+            if not ((p - form.const) % a == 0 and 0 <= (p - form.const) // a < g):
                 coord = tuple(p * T if i == k else 0 for i in range(len(side.tile)))
                 out.append(coord)
                 break
@@ -509,8 +509,8 @@ def _partial(model: KernelModel, sim: Simulator, opts: RunOptions,
     from threadmap.simulate.engine import CHUNK_ROWS
     per = max(1, (4 * CHUNK_ROWS) // max(1, sim.rows_per_block()))
     blocks = np.arange(min(model.num_blocks, per), dtype=np.int64)
-    notes.append(f"the tiling argument does not apply and enumerating {model.num_blocks} blocks is beyond the "
-                 f"budget: only the first {blocks.size} blocks were simulated and the counts are partial")
+    notes.append(f"enumerating {model.num_blocks} blocks is beyond the budget: only the first {blocks.size} "
+                 "were simulated and the counts are partial")
     results, n, _ = _enumerate(model, sim, opts, blocks)
     for r in results:
         r.totals = "partial"
