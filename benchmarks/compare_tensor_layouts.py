@@ -8,7 +8,7 @@ Run from the repository root:
 
 For every transpose kernel of ``specs/cute_transpose`` and every MMA spec of ``specs/mma``:
 
-(a) threadmap's numbers come from the in-process pipeline (``load_spec`` -> ``verify_spec``):
+(a) threadmap's numbers come from the in-process pipeline (``threadmap.api.verify_spec``):
     the per-stage, per-side summaries of the coverage, coalescing and bank_conflicts checks.
 
 (b) tensor-layouts' numbers come from its own layout algebra and analysis functions. For each
@@ -32,7 +32,7 @@ For every transpose kernel of ``specs/cute_transpose`` and every MMA spec of ``s
     layout, so every slice evaluates to the exact element offsets of that instruction.
 
     Before any number is taken, every (thread, value) offset of the tensor-layouts layout is
-    compared with threadmap's simulated access table of block 0 (``Simulation.tables``): the
+    compared with threadmap's simulated access table of block 0 (``Simulator.stage_tables``): the
     script stops if they differ, so both columns describe the same accesses.
 
 The "whole TV" rows show what tensor-layouts reports when it is handed the CTA's TV layout
@@ -66,12 +66,13 @@ from tensor_layouts.analysis import (
 )
 from tensor_layouts.layouts import compose, mode, raked_product, right_inverse, size, slice_and_offset
 
+import threadmap.api as api
+from threadmap.hardware import sectors as instruction_sectors
+from threadmap.model import CopyModel, KernelModel, build_model
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Simulation
+from threadmap.simulate.engine import Simulator
 from threadmap.spec.load import LoadedSpec, load_spec
 from threadmap.spec.schema import Side
-from threadmap.verify.coalescing import instruction_sectors_definition
-from threadmap.verify.pipeline import verify_env, verify_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_GLOBS = ("specs/cute_transpose/*.yaml", "specs/mma/*.yaml")
@@ -224,39 +225,38 @@ def fmt(x: float | int | str | bool) -> str:
     return str(x)
 
 
-def stage_plans(sim: Simulation) -> list[dict[str, Any]]:
-    """``Simulation.stage_plans`` (a cached property; a method in older checkouts)."""
-    plans: Any = sim.stage_plans
-    return plans() if callable(plans) else plans
-
-
 def build_sides(loaded: LoadedSpec, env: dict[str, int]) -> dict[tuple[int, str], SideData]:
     spec = loaded.spec
-    sim = Simulation(spec, env)
+    model: KernelModel = build_model(loaded, env)
+    sim = Simulator(model)
     out: dict[tuple[int, str], SideData] = {}
-    for plan in stage_plans(sim):
-        tables = sim.tables(plan, np.array([0], dtype=np.int64))
+    for cp in model.copies():
+        tables = dict(zip(("src", "dst"), sim.stage_tables(cp, np.array([0], dtype=np.int64)), strict=True))
+        st = spec.stages[cp.index]
+        assert not isinstance(st, str)
         for which in ("src", "dst"):
-            side, _tensor = plan["sides"][which]
+            side: Side = getattr(st.copy_, which)
             table = tables[which]
             if table.memory == "register":
                 continue
+            assert side.tensor is not None
             tspec = spec.tensors[side.tensor]
             tensor_l = tl_layout(tspec.layout, env)
             tile = tile_layout(side, tensor_l, env)
-            tile_rows = int(table.meta["tile"][0])
-            tv = compose(tile, tv_index(side, sim.threads, tile_rows, env))
-            T, V = sim.threads, plan["nvals"]
-            assert size(tv) == T * V, (loaded.path, plan["index"], which, size(tv), T * V)
+            tile_rows = int(table.tile[0])
+            tv = compose(tile, tv_index(side, model.threads, tile_rows, env))
+            T, V = model.threads, table.values
+            assert size(tv) == T * V, (loaded.path, cp.index, which, size(tv), T * V)
             mine = offsets_of(tv, T, V)
-            order = np.lexsort((table.value, table.thread))
-            theirs = (table.offset[order] - (tspec.offset or 0)).reshape(T, V)
+            real = np.ones(len(table), dtype=bool) if table.valid is None else table.valid
+            order = np.lexsort((table.value[real], table.thread[real]))
+            theirs = (table.offset[real][order] - (tspec.offset or 0)).reshape(T, V)
             if not np.array_equal(mine, theirs):
                 bad = np.argwhere(mine != theirs)[0]
-                raise SystemExit(f"{loaded.path.name} stage {plan['index']} {which}: tensor-layouts "
+                raise SystemExit(f"{loaded.path.name} stage {cp.index} {which}: tensor-layouts "
                                  f"offset {mine[tuple(bad)]} != threadmap {theirs[tuple(bad)]} "
                                  f"at (t, v) = {tuple(bad)}")
-            out[(plan["index"], which)] = SideData(table, tv, T, V, int(plan["vec"]))
+            out[(cp.index, which)] = SideData(table, tv, T, V, int(table.vec))
     return out
 
 
@@ -276,10 +276,10 @@ def per_instruction(sd: SideData) -> Iterable[tuple[int, int, TLLayout]]:
 def compare_spec(path: Path) -> list[Row]:
     loaded = load_spec(path)
     env = loaded.envs[0]
-    reports = verify_spec(loaded)
+    reports = api.verify_spec(loaded)
     tm: dict[tuple[str, int | None, str | None], dict[str, Any]] = {}
-    for r in reports[0]["results"]:
-        tm[(r["check"], r["stage"], r["side"])] = {**r["summary"], "_status": r["status"]}
+    for r in reports[0].results:
+        tm[(r.check, r.stage, r.side)] = {**r.summary.model_dump(), "_status": r.status}
     sides = build_sides(loaded, env)
     name = path.stem
     rows: list[Row] = []
@@ -330,7 +330,7 @@ def compare_spec(path: Path) -> list[Row]:
                 whole = segment_analysis(sd.tv, element_bytes=eb)["segments"]
                 rows.append((name, where, "whole TV sectors (warp 0)",
                              f"{sd.nvals // sd.vec} instr x {fmt(co['sectors_per_request'])}", str(whole)))
-        if sd.table.meta.get("tile") is not None and any(s.mma for s in _sides_of(loaded, stage, which)):
+        if any(s.mma for s in _sides_of(loaded, stage, which)):
             side = _sides_of(loaded, stage, which)[0]
             assert side.mma is not None
             atom = getattr(atoms_nv, side.mma.atom)
@@ -352,19 +352,21 @@ def ragged_edge_rows() -> list[Row]:
     path = ROOT / "specs/cute_transpose/row_smem.yaml"
     loaded = load_spec(path)
     env = {"M": 1000, "N": 1000}
-    rep = verify_env(loaded, env)
-    pred = next(r["summary"] for r in rep["results"]
-                if (r["check"], r["stage"], r["side"]) == ("predicates", 0, "src"))
-    sim = Simulation(loaded.spec, env)
-    gx, gy, _ = sim.grid
+    rep = api.verify_spec(loaded, sizes=env)[0]
+    pred = next(r.summary for r in rep.results if (r.check, r.stage, r.side) == ("predicates", 0, "src"))
+    model = build_model(api.load(loaded, env), env)
+    sim = Simulator(model)
+    gx, gy, _ = model.grid
     corner = np.array([(gx - 1) + (gy - 1) * gx], dtype=np.int64)
-    t = sim.tables(stage_plans(sim)[0], corner)["src"]
+    first = model.stages[0]
+    assert isinstance(first, CopyModel)
+    t = sim.stage_tables(first, corner)[0]
     warp = 3  # rows 6 and 7 of the tile (in bounds), columns 8..15 of each (out of bounds)
     rows = t.thread // WARP == warp
     # tensor-layouts: the same warp instruction of the same tile; a layout has no predicate
     tile = compose(tl_layout(loaded.spec.tensors["x"].layout, env), (Layout(16, 1), Layout(16, 1)))
     tv = compose(tile, right_inverse(tl_layout("(16,16):(16,1)", env)))
-    sub = instruction_slice(tv, sim.threads, 1, warp, 0)
+    sub = instruction_slice(tv, model.threads, 1, warp, 0)
     origin = int(t.offset[rows].min()) - min(sub(i) for i in range(size(sub)))
     assert sorted(sub(i) + origin for i in range(size(sub))) == sorted(t.offset[rows].tolist())
     tl_sectors = segment_analysis(sub, element_bytes=4)["segments"]
@@ -390,9 +392,8 @@ def misaligned_rows() -> list[Row]:
         path.write_text(text)
         loaded = load_spec(path)
         env = loaded.envs[0]
-        rep = verify_spec(loaded)[0]
-        co = next(r["summary"] for r in rep["results"]
-                  if (r["check"], r["stage"], r["side"]) == ("coalescing", 0, "dst"))
+        rep = api.verify_spec(loaded)[0]
+        co = next(r.summary for r in rep.results if (r.check, r.stage, r.side) == ("coalescing", 0, "dst"))
         sides = build_sides(loaded, env)
     sd = sides[(0, "dst")]
     sectors = [segment_analysis(sub, element_bytes=4)["segments"] for _, _, sub in per_instruction(sd)]
@@ -404,11 +405,11 @@ def misaligned_rows() -> list[Row]:
 
 def broadcast_rows() -> list[Row]:
     """32 lanes loading one 4-byte global word (``Layout(32, 0)``)."""
-    tm = instruction_sectors_definition([256] * WARP, 4)
+    tm = instruction_sectors([256] * WARP, 4)
     tl = segment_analysis(Layout(WARP, 0), element_bytes=4)
     name = "broadcast (32 lanes, one f32)"
     return [(name, "-", "sectors (ideal) / efficiency",
-             f"{tm['sectors']} ({tm['ideal']}) / {fmt(tm['ideal'] / tm['sectors'])}",
+             f"{tm.sectors} ({tm.ideal}) / {fmt(tm.ideal / tm.sectors)}",
              f"{tl['segments']} / {fmt(tl['segment_efficiency'])}")]
 
 
