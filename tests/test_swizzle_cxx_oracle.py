@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 
 from threadmap.errors import LayoutError, SwizzleError
-from threadmap.layout import Layout, _
-from threadmap.layout.layout import size
-from threadmap.layout.swizzle import (
+from threadmap.layout import (
     GMMA_ELEMENT_BITS,
     ComposedLayout,
+    Layout,
     Swizzle,
+    _,
     composition,
     gmma_layout_atom,
+    size,
 )
 
 try:

@@ -21,22 +21,27 @@ import pytest
 
 from tests.cxx_oracle import run_cxx
 from threadmap.errors import AtomError
-from threadmap.layout.int_tuple import ArithTuple, Underscore, _
-from threadmap.layout.layout import Layout, Tensor, make_identity_tensor, size
-from threadmap.layout.mma_atoms import get_mma_atom
-from threadmap.layout.parse import parse_layout
-from threadmap.layout.tiled import (
+from threadmap.layout import (
+    ArithTuple,
     CopyAtom,
+    Layout,
+    Tensor,
     TiledCopy,
+    Underscore,
+    _,
     get_copy_op,
     make_compact_layout,
+    make_identity_tensor,
     make_tiled_copy,
     make_tiled_copy_A,
     make_tiled_copy_B,
     make_tiled_copy_C,
     make_tiled_copy_C_atom,
     make_tiled_mma,
+    size,
 )
+from threadmap.layout.atom.mma_traits import get_mma_atom
+from threadmap.layout.parse import parse_layout
 
 SEED = 20240607
 N_COPY = 40
@@ -353,7 +358,7 @@ def mma_program(cases: list[tuple[int, dict[str, Any]]]) -> tuple[str, dict[str,
         exp[f"M{i}.A_TV"] = str(mma.get_layoutA_TV())
         exp[f"M{i}.B_TV"] = str(mma.get_layoutB_TV())
         exp[f"M{i}.C_TV"] = str(mma.get_layoutC_TV())
-        from threadmap.layout.tiled import partition_shape_C
+        from threadmap.layout import partition_shape_C
 
         exp[f"M{i}.SHC"] = _fmt(partition_shape_C(mma, (2 * tm, tn)))
         ia_t = make_identity_tensor((tm, 2 * tk))

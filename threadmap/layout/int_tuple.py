@@ -1,9 +1,14 @@
 """CuTe hierarchical integer tuples (``cute/int_tuple.hpp``, ``cute/stride.hpp``).
 
 An *IntTuple* is a Python ``int`` or a (possibly nested) ``tuple`` of IntTuples.  Strides
-may also hold :class:`ScaledBasis` elements (``E<i>`` in CuTe), which make layouts whose
-values are coordinates (identity layouts).  Coordinates are colexicographic: the left-most
-mode varies fastest.
+may also hold :class:`~threadmap.layout.arithmetic_tuple.ScaledBasis` elements (``E<i>`` in
+CuTe), which make layouts whose values are coordinates (identity layouts).  Coordinates are
+colexicographic: the left-most mode varies fastest.  Integers are static unless they are
+:class:`~threadmap.layout.integral_constant.Dyn` (see that module).
+
+Nesting is bounded: every function here raises :class:`~threadmap.errors.LayoutError` for a
+tuple nested deeper than :data:`MAX_DEPTH` (64) levels instead of exhausting Python's
+recursion limit.
 
 The functions :func:`crd2idx` and :func:`idx2crd` are part of the single evaluation core:
 they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy arrays and
@@ -12,130 +17,43 @@ they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from functools import reduce
-from typing import Any, Union
+from math import gcd
+from typing import Any
 
 import numpy as np
 
 from threadmap.errors import LayoutError
+from threadmap.layout.integral_constant import Dyn, is_constant
 
-IntTuple = Union[int, "ScaledBasis", tuple]
+IntTuple = Any  # int | tuple of IntTuples (strides may hold ScaledBasis)
 
-
-class Underscore:
-    """CuTe's ``_``: keeps a mode when slicing, or means "all" in a tiler."""
-
-    _inst: Underscore | None = None
-
-    def __new__(cls) -> Underscore:
-        if cls._inst is None:
-            cls._inst = super().__new__(cls)
-        return cls._inst
-
-    def __repr__(self) -> str:
-        return "_"
+#: deepest nesting any int tuple / layout may have
+MAX_DEPTH = 64
 
 
-_ = Underscore()
+def check_depth(t: Any, what: str = "int tuple") -> None:
+    """Raise LayoutError when ``t`` nests deeper than :data:`MAX_DEPTH` (iterative walk)."""
+    if not isinstance(t, tuple):
+        return
+    stack: list[tuple[Any, int]] = [(t, 1)]
+    while stack:
+        x, d = stack.pop()
+        if d > MAX_DEPTH:
+            raise LayoutError(f"{what} nested deeper than {MAX_DEPTH} levels")
+        stack.extend((y, d + 1) for y in x if isinstance(y, tuple))
 
 
-# --------------------------------------------------------------------------- ScaledBasis
-class ScaledBasis:
-    """``value @ path``: the basis element ``E<path...>`` scaled by ``value`` (CuTe ScaledBasis).
-
-    ``path`` lists mode indices from the outermost to the innermost.  It is printed as CuTe
-    does, innermost first: ``E<0,1>`` scaled by 3 prints ``3@1@0``.
-    Law: ``ScaledBasis(v, p) * k == ScaledBasis(v * k, p)``, and sums of bases with
-    distinct paths form :class:`ArithTuple` coordinates.
-    """
-
-    __slots__ = ("value", "path")
-    __array_ufunc__ = None  # numpy defers to our reflected operators (array + E -> E.__radd__)
-
-    def __init__(self, value: Any, path: tuple[int, ...]) -> None:
-        self.value = value
-        self.path = tuple(path)
-
-    def __mul__(self, k: Any) -> ScaledBasis:
-        if isinstance(k, ScaledBasis):
-            raise LayoutError("cannot multiply two basis elements")
-        return ScaledBasis(self.value * k, self.path)
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, k: int) -> ScaledBasis:
-        return ScaledBasis(self.value // k, self.path)
-
-    def __add__(self, o: Any) -> Any:
-        return ArithTuple.of(self) + o
-
-    __radd__ = __add__
-
-    def __eq__(self, o: object) -> bool:
-        return isinstance(o, ScaledBasis) and o.path == self.path and _eq_val(o.value, self.value)
-
-    def __hash__(self) -> int:
-        return hash(("E", self.path, self.value if isinstance(self.value, int) else id(self)))
-
-    def __repr__(self) -> str:
-        return str(self.value) + "".join(f"@{i}" for i in reversed(self.path))
-
-
-def _eq_val(a: Any, b: Any) -> bool:
-    r = a == b
-    return bool(np.all(r)) if isinstance(r, np.ndarray) else bool(r)
-
-
-class ArithTuple:
-    """A coordinate produced by an identity layout: a sparse map path -> value.
-
-    ``to_tuple(profile)`` expands it to a nested tuple congruent with ``profile``.
-    """
-
-    __slots__ = ("terms",)
-    __array_ufunc__ = None  # numpy defers to our reflected operators
-
-    def __init__(self, terms: dict[tuple[int, ...], Any]) -> None:
-        self.terms = terms
-
-    @staticmethod
-    def of(x: Any) -> ArithTuple:
-        if isinstance(x, ArithTuple):
-            return x
-        if isinstance(x, ScaledBasis):
-            return ArithTuple({x.path: x.value})
-        return ArithTuple({(): x})
-
-    def __add__(self, o: Any) -> ArithTuple:
-        terms = dict(self.terms)
-        for p, v in ArithTuple.of(o).terms.items():
-            terms[p] = terms[p] + v if p in terms else v
-        return ArithTuple(terms)
-
-    __radd__ = __add__
-
-    def __getitem__(self, i: int) -> Any:
-        """Component along basis path ``(i,)`` (or the sum of deeper paths under it)."""
-        return self.get((i,))
-
-    def get(self, path: tuple[int, ...]) -> Any:
-        acc: Any = 0
-        for p, v in self.terms.items():
-            if p[: len(path)] == tuple(path):
-                acc = acc + v
-        return acc
-
-    def to_tuple(self, profile: Any) -> Any:
-        def rec(prof: Any, path: tuple[int, ...]) -> Any:
-            if isinstance(prof, tuple):
-                return tuple(rec(s, path + (i,)) for i, s in enumerate(prof))
-            return self.terms.get(path, 0)
-
-        return rec(profile, ())
-
-    def __repr__(self) -> str:
-        return f"ArithTuple({self.terms})"
+def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Check the nesting depth of the tuple arguments before recursing into them."""
+    @functools.wraps(f)
+    def g(*args: Any, **kw: Any) -> Any:
+        for a in args:
+            if isinstance(a, tuple):
+                check_depth(a)
+        return f(*args, **kw)
+    return g
 
 
 # --------------------------------------------------------------------------- predicates
@@ -158,29 +76,52 @@ def rank(t: IntTuple) -> int:
 
 
 def depth(t: IntTuple) -> int:
-    """Nesting depth: 0 for an integer, 1 + max depth of the modes for a tuple."""
-    if isinstance(t, tuple):
-        return 1 + max((depth(x) for x in t), default=0)
-    return 0
+    """Nesting depth: 0 for an integer, 1 + max depth of the modes for a tuple (iterative)."""
+    best = 0
+    stack: list[tuple[Any, int]] = [(t, 0)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, tuple):
+            d += 1
+            if d > MAX_DEPTH:
+                raise LayoutError(f"int tuple nested deeper than {MAX_DEPTH} levels")
+            best = max(best, d)
+            stack.extend((y, d) for y in x)
+    return best
+
+
+def flatten_to_tuple(t: IntTuple) -> tuple:
+    """The leaves of ``t`` left to right (iterative; ``t`` itself wrapped if a leaf)."""
+    if not isinstance(t, tuple):
+        return (t,)
+    if all(not isinstance(x, tuple) for x in t):
+        return t
+    out: list[Any] = []
+    stack: list[Any] = [iter(t)]
+    while stack:
+        for x in stack[-1]:
+            if isinstance(x, tuple):
+                if len(stack) >= MAX_DEPTH:
+                    raise LayoutError(f"int tuple nested deeper than {MAX_DEPTH} levels")
+                stack.append(iter(x))
+                break
+            out.append(x)
+        else:
+            stack.pop()
+    return tuple(out)
 
 
 def flatten(t: IntTuple) -> IntTuple:
     """Flatten to a depth-<=1 tuple (an integer stays an integer)."""
-    if isinstance(t, tuple):
-        return tuple(x for m in t for x in (flatten(m) if isinstance(m, tuple) else (m,)))
-    return t
+    return flatten_to_tuple(t) if isinstance(t, tuple) else t
 
 
-def flatten_to_tuple(t: IntTuple) -> tuple:
-    f = flatten(t)
-    return f if isinstance(f, tuple) else (f,)
-
-
-def product(t: IntTuple) -> int:
-    """Product of all leaves (1 for the empty tuple)."""
-    if isinstance(t, tuple):
-        return reduce(lambda a, b: a * b, (product(x) for x in t), 1)
-    return t  # type: ignore[return-value]
+def product(t: IntTuple) -> Any:
+    """Product of all leaves (1 for the empty tuple); static unless a leaf is dynamic."""
+    acc: Any = 1
+    for x in flatten_to_tuple(t):
+        acc = acc * x
+    return acc
 
 
 size = product
@@ -192,10 +133,12 @@ def product_each(t: IntTuple) -> tuple:
     return tuple(product(x) for x in wrap(t))
 
 
-def sum_(t: IntTuple) -> int:
-    if isinstance(t, tuple):
-        return sum(sum_(x) for x in t)
-    return t  # type: ignore[return-value]
+def sum_(t: IntTuple) -> Any:
+    """``sum(t)``: the sum of the leaves."""
+    acc: Any = 0
+    for x in flatten_to_tuple(t):
+        acc = acc + x
+    return acc
 
 
 def unwrap(t: IntTuple) -> IntTuple:
@@ -209,12 +152,14 @@ def wrap(t: IntTuple) -> tuple:
     return t if isinstance(t, tuple) else (t,)
 
 
+@_bounded
 def transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
     if isinstance(t, tuple):
         return tuple(transform_leaf(x, f) for x in t)
     return f(t)
 
 
+@_bounded
 def congruent(a: Any, b: Any) -> bool:
     """Same tree structure (profile)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
@@ -222,6 +167,7 @@ def congruent(a: Any, b: Any) -> bool:
     return not isinstance(a, tuple) and not isinstance(b, tuple)
 
 
+@_bounded
 def weakly_congruent(a: Any, b: Any) -> bool:
     """``a`` is a coarsening of ``b``: where ``a`` has a leaf, ``b`` may have a subtree."""
     if not isinstance(a, tuple):
@@ -231,13 +177,37 @@ def weakly_congruent(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
 
 
+@_bounded
+def compatible(a: Any, b: Any) -> bool:
+    """``compatible(A, B)``: ``size(A) == size(B)`` and every coordinate of ``A`` is one of
+    ``B`` (at each leaf of ``A``, the size of ``B``'s subtree equals it).
+
+    Law: a partial order; ``compatible(a, b)`` implies ``product(a) == product(b)``.
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
+    if not isinstance(a, tuple):
+        return bool(a == product(b))
+    return False
+
+
+@_bounded
 def repeat_like(t: Any, x: Any) -> Any:
     return tuple(repeat_like(m, x) for m in t) if isinstance(t, tuple) else x
 
 
+def _check_divisor(b: Any, what: str) -> None:
+    if not isinstance(b, tuple) and b == 0:
+        raise LayoutError(f"{what}: division by zero")
+
+
+@_bounded
 def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe ``ceil_div``: elementwise for tuple/tuple (missing modes of ``b`` are 1); for
-    tuple/int the divisor is consumed mode by mode from the left."""
+    tuple/int the divisor is consumed mode by mode from the left.
+
+    Law: for integers ``ceil_div(a, b) * b >= a > (ceil_div(a, b) - 1) * b`` (``b > 0``).
+    """
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) < len(b):
@@ -252,11 +222,14 @@ def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
         return tuple(out)
     if isinstance(b, tuple):
         return ceil_div(a, product(b))
-    return (a + b - 1) // b  # type: ignore[operator]
+    _check_divisor(b, "ceil_div")
+    return (a + b - 1) // b
 
 
+@_bounded
 def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
-    """CuTe ``shape_div``: like ``ceil_div`` but requires ``a | b`` or ``b | a`` at the leaves."""
+    """CuTe ``shape_div``: like ``ceil_div`` but requires ``a | b`` or ``b | a`` at the leaves
+    (static values; dynamic ones are not checked, as in the header)."""
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) != len(b):
@@ -270,11 +243,128 @@ def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
         return tuple(out)
     if isinstance(b, tuple):
         return shape_div(a, product(b))
-    if a % b != 0 and b % a != 0:  # type: ignore[operator]
+    _check_divisor(b, "shape_div")
+    if not isinstance(a, Dyn) and not isinstance(b, Dyn) and a != 0 and a % b != 0 and b % a != 0:
         raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
-    return (a + b - 1) // b  # type: ignore[operator]
+    return (a + b - 1) // b
 
 
+@_bounded
+def shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
+    """``shape_mod(a, b)`` (CuTe 3.x ``int_tuple.hpp``; not in the 4.x headers): the part of
+    ``a`` that ``b`` does not consume.  Integers: ``gcd(a, b)``; tuple/tuple elementwise;
+    tuple/int folds ``b`` across the modes from the left (``shape_mod(ai, rest)``, then
+    ``rest = shape_div(rest, ai)``); int/tuple uses ``product(b)``.
+
+    Law: for integers ``shape_mod(a, b)`` divides both ``a`` and ``b``, and for
+    tuple/int ``product(shape_mod(a, b)) * product(shape_div(a, b)) == product(a)`` when
+    ``b`` divides ``product(a)`` along the fold.
+    """
+    if isinstance(a, tuple):
+        if isinstance(b, tuple):
+            if len(a) != len(b):
+                raise LayoutError(f"shape_mod: mismatched ranks {a} and {b}")
+            return tuple(shape_mod(x, y) for x, y in zip(a, b))
+        out = []
+        rest: IntTuple = b
+        for ai in a:
+            out.append(shape_mod(ai, rest))
+            rest = shape_div(rest, ai)
+        return tuple(out)
+    if isinstance(b, tuple):
+        return shape_mod(a, product(b))
+    if not is_int(a) or not is_int(b):
+        raise LayoutError(f"shape_mod: {a!r} and {b!r} must be integers")
+    if a % b if b else 0:
+        if b % a if a else 0:
+            raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
+    return gcd(int(a), int(b))
+
+
+def safe_div(a: Any, b: Any) -> Any:
+    """``safe_div(a, b)``: ``a / b`` where ``b`` must divide ``a`` when both are static (the
+    header's static_assert ``t % u == 0``); with a dynamic operand the quotient is taken
+    unchecked, as the header does (C++ truncation).
+
+    Law: ``safe_div(a, b) * b == a`` for static ``a``, ``b`` with ``b | a``.
+    """
+    if not is_int(a) or not is_int(b):
+        raise LayoutError(f"safe_div: {a!r} and {b!r} must be integers")
+    if b == 0:
+        raise LayoutError("safe_div: division by zero")
+    if isinstance(a, Dyn) or isinstance(b, Dyn):
+        q = abs(int(a)) // abs(int(b))
+        q = q if (a < 0) == (b < 0) else -q
+        return Dyn(q)
+    if a % b != 0:
+        raise LayoutError(f"Static safe_div requires t % u == 0 ({a} % {b} != 0)")
+    return a // b
+
+
+def tuple_max(t: IntTuple) -> Any:
+    """``max(t)`` of ``cute/int_tuple.hpp`` (pycute's ``tuple_max``): the largest leaf.
+
+    Law: ``tuple_max(t) >= x`` for every leaf ``x`` of ``t`` and equals one of them.
+    """
+    leaves = flatten_to_tuple(t)
+    if not leaves:
+        raise LayoutError("max of an empty tuple")
+    return max(leaves)
+
+
+@_bounded
+def inner_product(a: IntTuple, b: IntTuple) -> Any:
+    """``inner_product(a, b)``: ``sum_k a_k * b_k`` over congruent leaves (the header's
+    ``static_assert`` on mismatched ranks raises LayoutError here).
+
+    Law: ``inner_product(c, stride) == crd2idx(c, shape, stride)`` for a coordinate ``c``
+    congruent with ``shape``.
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        if len(a) != len(b):
+            raise LayoutError(f"inner_product: mismatched ranks {a} and {b}")
+        acc: Any = 0
+        for x, y in zip(a, b):
+            acc = acc + inner_product(x, y)
+        return acc
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise LayoutError(f"inner_product: {a} and {b} are not congruent")
+    return a * b
+
+
+def unflatten(flat: Any, profile: Any) -> Any:
+    """``unflatten(flat_tuple, target_profile)``: the leaves of ``flat`` regrouped as
+    ``profile`` (the header asserts that exactly all leaves are consumed).
+
+    Law: ``flatten(unflatten(t, p)) == flatten(t)`` and ``congruent(unflatten(t, p), p)``.
+    """
+    check_depth(profile)
+    leaves = wrap(flat)
+    n_prof = len(flatten_to_tuple(profile))
+    if len(leaves) != n_prof:
+        raise LayoutError(f"unflatten: {len(leaves)} values for a profile of {n_prof} leaves")
+    it = iter(leaves)
+
+    def rec(p: Any) -> Any:
+        return tuple(rec(x) for x in p) if isinstance(p, tuple) else next(it)
+
+    return rec(profile)
+
+
+def replace(t: Any, n: int, x: Any) -> Any:
+    """``replace<N>(t, x)``: ``t`` with mode ``N`` replaced by ``x`` (a leaf ``t`` is its own
+    mode 0)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise LayoutError(f"replace: index {n!r} is not an integer")
+    tw = wrap(t)
+    if not 0 <= n < len(tw):
+        raise LayoutError(f"replace<{n}>: index out of range for rank {len(tw)}")
+    if not isinstance(t, tuple):
+        return x
+    return t[:n] + (x,) + t[n + 1:]
+
+
+@_bounded
 def prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
     """Exclusive prefix product of the leaves (colexicographic), ``init`` first."""
     if isinstance(t, tuple):
@@ -287,10 +377,12 @@ def prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
     return init
 
 
+@_bounded
 def compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutLeft>``: column-major (GenColMajor) strides.
 
-    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``_1:_0``).
+    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``_1:_0``);
+    a dynamic extent 1 keeps the running stride.
     """
     if isinstance(shape, tuple):
         out = []
@@ -299,12 +391,13 @@ def compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
             out.append(compact_major_left(m, cur))
             cur = cur * product(m)
         return tuple(out)
-    return 0 if shape == 1 else current
+    return 0 if is_constant(1, shape) else current
 
 
+@_bounded
 def compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutRight>``: row-major (GenRowMajor) strides, right-most fastest
-    at every level of the hierarchy; extent-1 modes get stride 0."""
+    at every level of the hierarchy; static extent-1 modes get stride 0."""
     if isinstance(shape, tuple):
         out: list[Any] = [None] * len(shape)
         cur = current
@@ -312,23 +405,31 @@ def compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
             out[i] = compact_major_right(shape[i], cur)
             cur = cur * product(shape[i])
         return tuple(out)
-    return 0 if shape == 1 else current
+    return 0 if is_constant(1, shape) else current
 
 
-def make_basis_like(shape: IntTuple, path: tuple[int, ...] = ()) -> IntTuple:
-    """Strides of an identity layout: ``E<path..., i>`` for every leaf."""
-    if isinstance(shape, tuple):
-        return tuple(make_basis_like(s, path + (i,)) for i, s in enumerate(shape))
-    return ScaledBasis(1, path)
-
-
+@_bounded
 def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
     if isinstance(a, tuple):
-        return tuple(elem_scale(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
-    return a * product(b)  # type: ignore[operator]
+        if not isinstance(b, tuple) or len(a) != len(b):
+            raise LayoutError(f"elem_scale: {a} and {b} are not congruent")
+        return tuple(elem_scale(x, y) for x, y in zip(a, b))
+    return a * product(b)
+
+
+@_bounded
+def elem_less(a: IntTuple, b: IntTuple) -> bool:
+    """``elem_less(a, b)``: every leaf of ``a`` is less than the matching one of ``b``."""
+    if isinstance(a, tuple):
+        bw = wrap(b)
+        if len(a) > len(bw):
+            return False
+        return all(elem_less(x, y) for x, y in zip(a, bw))
+    return bool(a < product(b)) if isinstance(b, tuple) else bool(a < b)
 
 
 # --------------------------------------------------------------------------- evaluation core
+@_bounded
 def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
 
@@ -337,30 +438,34 @@ def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     without a modulus, as CuTe does.  Works on ints, numpy arrays and ``Sym``.
     """
     if isinstance(crd, tuple):
-        if not isinstance(shape, tuple) or len(crd) != len(shape):
+        if not isinstance(shape, tuple) or len(crd) != len(shape) or \
+                not isinstance(stride, tuple) or len(stride) != len(shape):
             raise LayoutError(f"coordinate {crd} does not match shape {shape}")
         acc: Any = 0
-        for c, s, d in zip(crd, shape, stride):  # type: ignore[arg-type]
+        for c, s, d in zip(crd, shape, stride):
             acc = acc + crd2idx(c, s, d)
         return acc
     if isinstance(shape, tuple):
+        if not isinstance(stride, tuple) or len(stride) != len(shape):
+            raise LayoutError(f"stride {stride} does not match shape {shape}")
         if len(shape) == 0:
             return 0
         acc = 0
         rest = crd
-        for i, (s, d) in enumerate(zip(shape, stride)):  # type: ignore[arg-type]
+        for i, (s, d) in enumerate(zip(shape, stride)):
             if i == len(shape) - 1:
                 acc = acc + crd2idx(rest, s, d)
             else:
                 p = product(s)
+                if p == 0:
+                    raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
                 acc = acc + crd2idx(rest % p, s, d)
                 rest = rest // p
         return acc
-    if isinstance(stride, ScaledBasis):
-        return stride * crd
-    return crd * stride
+    return stride * crd
 
 
+@_bounded
 def idx2crd(idx: Any, shape: IntTuple) -> Any:
     """Colexicographic coordinate of a 1-D index: ``c_k = (idx // prod(s_<k)) % s_k``.
 
@@ -368,7 +473,9 @@ def idx2crd(idx: Any, shape: IntTuple) -> Any:
     ``crd2idx(idx2crd(i, s), s, compact_major_left(s)) == i`` for every ``i >= 0``.
     """
     if isinstance(idx, tuple):
-        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))  # type: ignore[arg-type]
+        if not isinstance(shape, tuple) or len(idx) != len(shape):
+            raise LayoutError(f"coordinate {idx} does not match shape {shape}")
+        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
     if isinstance(shape, tuple):
         out = []
         rest = idx
@@ -377,7 +484,25 @@ def idx2crd(idx: Any, shape: IntTuple) -> Any:
             if k == len(shape) - 1:
                 out.append(idx2crd(rest, s))
             else:
+                if p == 0:
+                    raise LayoutError(f"index {idx} into an extent-0 mode of {shape}")
                 out.append(idx2crd(rest % p, s))
                 rest = rest // p
         return tuple(out)
     return idx
+
+
+@_bounded
+def crd2crd(crd: Any, src_shape: IntTuple, dst_shape: IntTuple) -> Any:
+    """``crd2crd(coord, src_shape, dst_shape)``: re-express a coordinate of ``src_shape`` as
+    one of ``dst_shape``; mode-wise where all three are tuples, otherwise
+    ``idx2crd(crd2idx(coord, src_shape), dst_shape)`` (column-major index).
+
+    Law: ``crd2idx(crd2crd(c, s, d), d, compact_major_left(d)) ==
+    crd2idx(c, s, compact_major_left(s))`` when ``size(s) == size(d)``.
+    """
+    if isinstance(crd, tuple) and isinstance(src_shape, tuple) and isinstance(dst_shape, tuple):
+        if not len(crd) == len(src_shape) == len(dst_shape):
+            raise LayoutError(f"crd2crd: Mismatched Ranks {crd}, {src_shape}, {dst_shape}")
+        return tuple(crd2crd(c, s, d) for c, s, d in zip(crd, src_shape, dst_shape))
+    return idx2crd(crd2idx(crd, src_shape, compact_major_left(src_shape)), dst_shape)
