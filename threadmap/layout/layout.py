@@ -1106,7 +1106,6 @@ def hier_unzip(splitter: Any, a: Layout, b: Any) -> Layout:
     """
     if not callable(splitter):
         raise LayoutError(f"hier_unzip: splitter {splitter!r} is not callable")
-    a = _as_layout(a, "hier_unzip")
     return tile_unzip(splitter(a, b), b)
 
 

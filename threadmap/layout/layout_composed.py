@@ -127,6 +127,14 @@ class ComposedLayout(LayoutLike):
     def append(self, x: Layout | None = None, n: int | None = None) -> Any:
         return self._wrap(L.append(self.layout_b, x, n))
 
+    def replace(self, n: int, x: Any) -> Any:
+        """``replace<N>(composed, x)``: CuTe has no ComposedLayout overload, so the generic
+        tuple ``replace`` applies, which treats the composed layout as one leaf: ``N`` must
+        be 0 and the result is ``x``."""
+        if n != 0:
+            raise LayoutError(f"replace<{n}>: index out of range for a composed layout (a leaf)")
+        return x
+
     # -- evaluation ------------------------------------------------------------------------
     def __call__(self, *crd: Any) -> Any:
         """``A(O + B(c))``; slices when ``c`` contains ``_``."""

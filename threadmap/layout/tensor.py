@@ -16,6 +16,7 @@ import numpy as np
 from threadmap.errors import LayoutError
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis
 from threadmap.layout.dispatch import LayoutLike
+from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.int_tuple import IntTuple, product_each
 from threadmap.layout.layout import (
     Layout,
@@ -56,6 +57,11 @@ class Tensor(LayoutLike):
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer, ArithTuple,
                                                                ScaledBasis)):
             raise LayoutError(f"a Tensor offset must be an integer or a coordinate, got {offset!r}")
+        if isinstance(getattr(layout, "offset", None), SmemPtrFlag):
+            # pointer_flagged.hpp: make_tensor(iter, Sw o smem_ptr_flag o L) needs an smem
+            # pointer of the flag's width, not a counting iterator
+            raise LayoutError(f"make_tensor of {layout}: Expected smem (the layout's offset "
+                              "is smem_ptr_flag_bits; a counting tensor cannot carry it)")
         self.layout = layout
         self.offset = int(offset) if isinstance(offset, np.integer) else offset
 
