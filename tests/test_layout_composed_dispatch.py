@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,7 +24,6 @@ from threadmap.errors import ThreadmapError
 from threadmap.layout import (
     ComposedLayout,
     Layout,
-    SmemPtrFlag,
     Swizzle,
     Tensor,
     _,
@@ -123,20 +123,20 @@ def specs(cl: ComposedLayout) -> dict[str, Spec]:
                               _p(f"right_inverse({X})")),
         "left_inverse": Spec(lambda: tl.left_inverse(cl), cl.left_inverse,
                              _p(f"left_inverse({X})")),
-        **{op: Spec((lambda op: lambda: getattr(tl, op)(cl, tiler))(op),
-                    (lambda op: lambda: getattr(cl, op)(tiler))(op), _p(f"{op}({X}, {T})"))
+        **{op: Spec(partial(getattr(tl, op), cl, tiler),
+                    partial(getattr(cl, op), tiler), _p(f"{op}({X}, {T})"))
            for op in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide")},
         "tile_unzip": Spec(lambda: tl.tile_unzip(tl.logical_divide(cl, tiler), tiler),
                            lambda: cl.logical_divide(tiler).tile_unzip(tiler),
                            _p(f"tile_unzip(logical_divide({X}, {T}), {T})")),
         "hier_unzip": Spec(lambda: tl.hier_unzip(tl.logical_divide, cl, tiler),
                            lambda: cl.zipped_divide(tiler), _p(f"zipped_divide({X}, {T})")),
-        **{op: Spec((lambda op: lambda: getattr(tl, op)(cl, lay2))(op),
-                    (lambda op: lambda: getattr(cl, op)(lay2))(op),
+        **{op: Spec(partial(getattr(tl, op), cl, lay2),
+                    partial(getattr(cl, op), lay2),
                     _p(f"{op}({X}, {cxx_obj(lay2)})"))
            for op in ("logical_product", "zipped_product", "tiled_product", "flat_product")},
-        **{op: Spec((lambda op: lambda: getattr(tl, op)(cl, blk))(op),
-                    (lambda op: lambda: getattr(cl, op)(blk))(op),
+        **{op: Spec(partial(getattr(tl, op), cl, blk),
+                    partial(getattr(cl, op), blk),
                     _p(f"{op}({X}, {cxx_obj(blk)})"))
            for op in ("blocked_product", "raked_product")},
         "logical_product_rhs": Spec(lambda: tl.logical_product(lay2, cl),

@@ -16,7 +16,6 @@ import numpy as np
 from threadmap.errors import LayoutError
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis
 from threadmap.layout.dispatch import LayoutLike
-from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.int_tuple import IntTuple, product_each
 from threadmap.layout.layout import (
     Layout,
@@ -33,6 +32,7 @@ from threadmap.layout.layout import (
     slice_and_offset,
     zipped_divide,
 )
+from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.underscore import _, has_underscore
 
 __all__ = ["Tensor", "make_tensor", "make_identity_tensor", "local_tile", "local_partition",
