@@ -352,15 +352,19 @@ def unflatten(flat: Any, profile: Any) -> Any:
 
 
 def replace(t: Any, n: int, x: Any) -> Any:
-    """``replace<N>(t, x)``: ``t`` with mode ``N`` replaced by ``x`` (a leaf ``t`` is its own
-    mode 0)."""
+    """``replace<N>(t, x)``: ``t`` with mode ``N`` replaced by ``x``; a leaf ``t`` is replaced
+    whole (``N`` must be 0), and ``N == rank(t)`` appends ``x``, as the header's
+    ``construct`` does with an empty tail.
+
+    Law: ``replace(t, n, x)[n] == x`` and the other modes are unchanged."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise LayoutError(f"replace: index {n!r} is not an integer")
-    tw = wrap(t)
-    if not 0 <= n < len(tw):
-        raise LayoutError(f"replace<{n}>: index out of range for rank {len(tw)}")
     if not isinstance(t, tuple):
+        if n != 0:
+            raise LayoutError(f"replace<{n}>: an integer has only mode 0")
         return x
+    if not 0 <= n <= len(t):
+        raise LayoutError(f"replace<{n}>: index out of range for rank {len(t)}")
     return t[:n] + (x,) + t[n + 1:]
 
 

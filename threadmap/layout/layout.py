@@ -1002,11 +1002,18 @@ def left_inverse(layout: Any) -> Any:
             continue
         if sz == 0 or d % sz != 0:
             raise LayoutError(f"Left inverse divisibility condition fails for {layout}")
-        q = d // sz
+        q = d // sz  # exact: d % sz == 0 (C++ truncation and floor agree)
         res_s.append(q)
         res_d.append(preprod[i])
         sz = sz * q
     res_s.append(lshape[order[-1]])
+    neg = [q for q in res_s if q < 0]
+    if neg:
+        # checked after the whole fold, so that a divisibility failure (which stops the
+        # header from compiling) is reported as such
+        raise LayoutError(f"left_inverse of {layout}: a negative stride gives the negative "
+                          f"extent {neg[0]}; the header builds that layout, threadmap's "
+                          "layouts have non-negative extents")
     return coalesce(Layout(tuple(res_s), tuple(res_d)))
 
 
