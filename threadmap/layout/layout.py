@@ -97,7 +97,8 @@ def _check_int(v: Any, what: str) -> None:
     if not is_int(v):
         raise LayoutError(f"{what} element {v!r} is not an integer")
     if not -MAX_INT <= v <= MAX_INT:
-        raise LayoutError(f"{what} element {v} does not fit in int64")
+        raise LayoutError(f"{what} element {v if v.bit_length() < 200 else '~2^%d' % v.bit_length()}"
+                          " does not fit in int64")
 
 
 def _check_shape(shape: Any, where: str = "shape") -> None:
@@ -759,17 +760,21 @@ def _composition_leaf(ls: tuple, ld: tuple, rs: Any, rd: Any) -> Layout:
 
 
 def _composition_impl(ls: Any, ld: Any, rs: Any, rd: Any) -> Layout:
+    """``composition_impl`` over a coalesced (flat) left layout ``ls:ld``: right-distributive
+    over the modes of ``rs:rd``; a basis stride selects a mode of the left layout."""
     lsw, ldw = wrap(ls), wrap(ld)
-    if isinstance(rs, tuple):
-        return make_layout(*[_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)])
-    if isinstance(rd, ScaledBasis):
-        sub_s, sub_d = ls, ld
-        for i in rd.path:
-            sub_s, sub_d = _get_t(sub_s, i), _get_t(sub_d, i)
-        return _composition_impl(sub_s, sub_d, rs, rd.value)
-    if any(isinstance(x, tuple) for x in lsw):
-        raise LayoutError(f"composition: the left layout {tuple_str(ls)} is not flat here")
-    return _composition_leaf(lsw, ldw, rs, rd)
+
+    def rec(s: Any, d: Any) -> Layout:
+        if isinstance(s, tuple):
+            return make_layout(*[rec(a, b) for a, b in zip(s, d)])
+        if isinstance(d, ScaledBasis):
+            sub_s, sub_d = ls, ld
+            for i in d.path:
+                sub_s, sub_d = _get_t(sub_s, i), _get_t(sub_d, i)
+            return _composition_impl(sub_s, sub_d, s, d.value)
+        return _composition_leaf(lsw, ldw, s, d)
+
+    return rec(rs, rd)
 
 
 def _coprofile(layout: Layout) -> Any:
