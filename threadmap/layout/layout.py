@@ -97,8 +97,8 @@ def _check_int(v: Any, what: str) -> None:
     if not is_int(v):
         raise LayoutError(f"{what} element {v!r} is not an integer")
     if not -MAX_INT <= v <= MAX_INT:
-        raise LayoutError(f"{what} element {v if v.bit_length() < 200 else '~2^%d' % v.bit_length()}"
-                          " does not fit in int64")
+        shown = v if v.bit_length() < 200 else f"~2^{v.bit_length()}"
+        raise LayoutError(f"{what} element {shown} does not fit in int64")
 
 
 def _check_shape(shape: Any, where: str = "shape") -> None:
