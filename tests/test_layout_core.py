@@ -28,7 +28,7 @@ from threadmap.layout.printing import print_layout
 
 
 def test_design_known_values() -> None:
-    # DESIGN.md / issue: both were confirmed with the C++ headers (see test_print_layout_matches_cxx)
+    # both were confirmed with the C++ headers (see test_print_layout_matches_cxx)
     assert str(complement(Layout((2, 2), (1, 6)), 24)) == "(3,2):(2,12)"
     assert str(coalesce(Layout((2, (1, 6)), (1, (6, 2))))) == "12:1"
 

@@ -2,7 +2,7 @@
 tiled copies and MMAs, parsing and printing.
 
 Everything the rest of threadmap uses is importable from this package.  The modules
-inside mirror CuTe's headers (see docs/architecture.md)::
+inside mirror CuTe's headers::
 
     integral_constant  static vs dynamic integers (Dyn)       numeric/integral_constant.hpp
     underscore         _ and slice/dice of int tuples         underscore.hpp
