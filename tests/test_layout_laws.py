@@ -29,7 +29,7 @@ from threadmap.layout.backend import Sym
 from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple
 from threadmap.layout.parse import parse
 
-LAWS = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+LAWS = settings(max_examples=1000, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 FEW = settings(LAWS, max_examples=150)
 

@@ -41,7 +41,7 @@ from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple, idx2crd
 from threadmap.layout.int_tuple import depth as it_depth
 
 N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "5000"))
-CASES = settings(max_examples=N_CASES, deadline=None, derandomize=True, database=None,
+CASES = settings(max_examples=N_CASES, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 # ----------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from threadmap.errors import LayoutError, ParseError, SwizzleError, ThreadmapErr
 from threadmap.layout import ComposedLayout, Layout
 from threadmap.layout.parse import parse, parse_int_tuple
 
-FUZZ = settings(max_examples=1500, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=1500, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TIME_LIMIT_S = 2
 

@@ -162,6 +162,12 @@ class PitchLinearThreadMap(ABC):
     shape: PitchLinearShape
     threads: int
     elements_per_access: int
+
+    def __new__(cls, *args: Any, **kw: Any) -> Any:
+        if getattr(cls, "__abstractmethods__", None):
+            raise ThreadMapError(f"{cls.__name__} is the abstract interface of the thread maps; "
+                                 f"use one of {', '.join(THREAD_MAPS)}")
+        return super().__new__(cls)
     thread_access_shape: PitchLinearShape
     iterations: PitchLinearShape
     delta: PitchLinearShape

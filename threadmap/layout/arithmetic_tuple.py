@@ -26,6 +26,11 @@ class ScaledBasis:
     __array_ufunc__ = None  # numpy defers to our reflected operators (array + E -> E.__radd__)
 
     def __init__(self, value: Any, path: tuple[int, ...]) -> None:
+        if not isinstance(path, (tuple, list)) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 64 for i in path):
+            raise LayoutError(f"a basis path is a tuple of mode indices, got {path!r}")
+        if isinstance(value, (bool, float, str)) or value is None or isinstance(value, (tuple, list)):
+            raise LayoutError(f"a basis element is scaled by an integer, got {value!r}")
         self.value = value
         self.path = tuple(path)
 
@@ -115,6 +120,9 @@ class ArithTuple:
 def make_basis_like(shape: IntTuple, path: tuple[int, ...] = ()) -> IntTuple:
     """Strides of an identity layout: ``E<path..., i>`` for every leaf."""
     check_depth(shape)
+    if not isinstance(path, (tuple, list)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 64 for i in path):
+        raise LayoutError(f"make_basis_like: a basis path is a tuple of mode indices, got {path!r}")
 
     def rec(s: Any, p: tuple[int, ...]) -> Any:
         if isinstance(s, tuple):

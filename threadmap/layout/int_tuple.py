@@ -56,6 +56,50 @@ def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
     return g
 
 
+def _leaf_ok(x: Any, kind: str) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return kind == "crd" or -(1 << 63) <= x < 1 << 63  # CuTe's integers are 64-bit
+    if kind == "stride":
+        from threadmap.layout.arithmetic_tuple import ScaledBasis
+        return isinstance(x, ScaledBasis)
+    if kind == "crd":
+        from threadmap.layout.backend import Sym
+        return isinstance(x, Sym) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
+    return False
+
+
+_KIND_NAMES = {"int": "an integer", "stride": "an integer or a basis stride",
+               "crd": "an integer coordinate (int, integer array or Sym)"}
+
+
+def _checked(*kinds: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Validate the positional arguments: kind ``int`` (int tuples), ``stride`` (ints or
+    basis strides), ``crd`` (ints, integer arrays, Sym) or ``any`` (depth only), so garbage
+    raises LayoutError before any arithmetic."""
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def g(*args: Any, **kw: Any) -> Any:
+            for a, kind in zip(args, kinds):
+                check_int_tuple(a, kind, f.__name__)
+            return f(*args, **kw)
+        return g
+    return deco
+
+
+def check_int_tuple(t: Any, kind: str = "int", what: str = "int tuple") -> None:
+    """Raise LayoutError unless ``t`` is an int tuple of the given leaf ``kind`` (see
+    :func:`_checked`) nested at most :data:`MAX_DEPTH` levels."""
+    if kind == "any":
+        if isinstance(t, tuple):
+            check_depth(t, what)
+        return
+    for x in flatten_to_tuple(t):
+        if not _leaf_ok(x, kind):
+            raise LayoutError(f"{what}: {x!r} is not {_KIND_NAMES[kind]}")
+
+
 # --------------------------------------------------------------------------- predicates
 def is_tuple(x: Any) -> bool:
     return isinstance(x, tuple)
@@ -116,7 +160,7 @@ def flatten(t: IntTuple) -> IntTuple:
     return flatten_to_tuple(t) if isinstance(t, tuple) else t
 
 
-def product(t: IntTuple) -> Any:
+def _product(t: IntTuple) -> Any:
     """Product of all leaves (1 for the empty tuple); static unless a leaf is dynamic."""
     acc: Any = 1
     for x in flatten_to_tuple(t):
@@ -124,21 +168,30 @@ def product(t: IntTuple) -> Any:
     return acc
 
 
+product = _checked("int")(_product)
+
+
 size = product
 
 
-def product_each(t: IntTuple) -> tuple:
+def _product_each(t: IntTuple) -> tuple:
     """Product of each top-level mode; an integer is wrapped first (``product_each(12) ==
     (12,)``), as ``transform(wrap(t), product)`` does in the header."""
-    return tuple(product(x) for x in wrap(t))
+    return tuple(_product(x) for x in wrap(t))
 
 
-def sum_(t: IntTuple) -> Any:
+product_each = _checked("int")(_product_each)
+
+
+def _sum_(t: IntTuple) -> Any:
     """``sum(t)``: the sum of the leaves."""
     acc: Any = 0
     for x in flatten_to_tuple(t):
         acc = acc + x
     return acc
+
+
+sum_ = _checked("stride")(_sum_)
 
 
 def unwrap(t: IntTuple) -> IntTuple:
@@ -177,18 +230,20 @@ def weakly_congruent(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
 
 
-@_bounded
-def compatible(a: Any, b: Any) -> bool:
+def _compatible(a: Any, b: Any) -> bool:
     """``compatible(A, B)``: ``size(A) == size(B)`` and every coordinate of ``A`` is one of
     ``B`` (at each leaf of ``A``, the size of ``B``'s subtree equals it).
 
     Law: a partial order; ``compatible(a, b)`` implies ``product(a) == product(b)``.
     """
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))
     if not isinstance(a, tuple):
-        return bool(a == product(b))
+        return bool(a == _product(b))
     return False
+
+
+compatible = _checked("int", "int")(_compatible)
 
 
 @_bounded
@@ -201,56 +256,59 @@ def _check_divisor(b: Any, what: str) -> None:
         raise LayoutError(f"{what}: division by zero")
 
 
-@_bounded
-def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
+def _ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe ``ceil_div``: elementwise for tuple/tuple (missing modes of ``b`` are 1); for
     tuple/int the divisor is consumed mode by mode from the left.
 
-    Law: for integers ``ceil_div(a, b) * b >= a > (ceil_div(a, b) - 1) * b`` (``b > 0``).
+    Law: for integers ``ceil_div(a, b) * b >= a > (_ceil_div(a, b) - 1) * b`` (``b > 0``).
     """
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) < len(b):
                 raise LayoutError(f"ceil_div: rank of {b} exceeds rank of {a}")
             bb = b + (1,) * (len(a) - len(b))
-            return tuple(ceil_div(x, y) for x, y in zip(a, bb))
+            return tuple(_ceil_div(x, y) for x, y in zip(a, bb))
         out = []
         rest: IntTuple = b
         for ai in a:
-            out.append(ceil_div(ai, rest))
-            rest = ceil_div(rest, ai)
+            out.append(_ceil_div(ai, rest))
+            rest = _ceil_div(rest, ai)
         return tuple(out)
     if isinstance(b, tuple):
-        return ceil_div(a, product(b))
+        return _ceil_div(a, _product(b))
     _check_divisor(b, "ceil_div")
     return (a + b - 1) // b
 
 
-@_bounded
-def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
+ceil_div = _checked("int", "int")(_ceil_div)
+
+
+def _shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe ``shape_div``: like ``ceil_div`` but requires ``a | b`` or ``b | a`` at the leaves
     (static values; dynamic ones are not checked, as in the header)."""
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) != len(b):
                 raise LayoutError(f"shape_div: mismatched ranks {a} and {b}")
-            return tuple(shape_div(x, y) for x, y in zip(a, b))
+            return tuple(_shape_div(x, y) for x, y in zip(a, b))
         out = []
         rest: IntTuple = b
         for ai in a:
-            out.append(shape_div(ai, rest))
-            rest = shape_div(rest, ai)
+            out.append(_shape_div(ai, rest))
+            rest = _shape_div(rest, ai)
         return tuple(out)
     if isinstance(b, tuple):
-        return shape_div(a, product(b))
+        return _shape_div(a, _product(b))
     _check_divisor(b, "shape_div")
     if not isinstance(a, Dyn) and not isinstance(b, Dyn) and a != 0 and a % b != 0 and b % a != 0:
         raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
     return (a + b - 1) // b
 
 
-@_bounded
-def shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
+shape_div = _checked("int", "int")(_shape_div)
+
+
+def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
     """``shape_mod(a, b)`` (CuTe 3.x ``int_tuple.hpp``; not in the 4.x headers): the part of
     ``a`` that ``b`` does not consume.  Integers: ``gcd(a, b)``; tuple/tuple elementwise;
     tuple/int folds ``b`` across the modes from the left (``shape_mod(ai, rest)``, then
@@ -264,21 +322,24 @@ def shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
         if isinstance(b, tuple):
             if len(a) != len(b):
                 raise LayoutError(f"shape_mod: mismatched ranks {a} and {b}")
-            return tuple(shape_mod(x, y) for x, y in zip(a, b))
+            return tuple(_shape_mod(x, y) for x, y in zip(a, b))
         out = []
         rest: IntTuple = b
         for ai in a:
-            out.append(shape_mod(ai, rest))
+            out.append(_shape_mod(ai, rest))
             rest = shape_div(rest, ai)
         return tuple(out)
     if isinstance(b, tuple):
-        return shape_mod(a, product(b))
+        return _shape_mod(a, _product(b))
     if not is_int(a) or not is_int(b):
         raise LayoutError(f"shape_mod: {a!r} and {b!r} must be integers")
     if a % b if b else 0:
         if b % a if a else 0:
             raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
     return gcd(int(a), int(b))
+
+
+shape_mod = _checked("int", "int")(_shape_mod)
 
 
 def safe_div(a: Any, b: Any) -> Any:
@@ -301,7 +362,7 @@ def safe_div(a: Any, b: Any) -> Any:
     return a // b
 
 
-def tuple_max(t: IntTuple) -> Any:
+def _tuple_max(t: IntTuple) -> Any:
     """``max(t)`` of ``cute/int_tuple.hpp`` (pycute's ``tuple_max``): the largest leaf.
 
     Law: ``tuple_max(t) >= x`` for every leaf ``x`` of ``t`` and equals one of them.
@@ -312,8 +373,10 @@ def tuple_max(t: IntTuple) -> Any:
     return max(leaves)
 
 
-@_bounded
-def inner_product(a: IntTuple, b: IntTuple) -> Any:
+tuple_max = _checked("int")(_tuple_max)
+
+
+def _inner_product(a: IntTuple, b: IntTuple) -> Any:
     """``inner_product(a, b)``: ``sum_k a_k * b_k`` over congruent leaves (the header's
     ``static_assert`` on mismatched ranks raises LayoutError here).
 
@@ -325,11 +388,14 @@ def inner_product(a: IntTuple, b: IntTuple) -> Any:
             raise LayoutError(f"inner_product: mismatched ranks {a} and {b}")
         acc: Any = 0
         for x, y in zip(a, b):
-            acc = acc + inner_product(x, y)
+            acc = acc + _inner_product(x, y)
         return acc
     if isinstance(a, tuple) or isinstance(b, tuple):
         raise LayoutError(f"inner_product: {a} and {b} are not congruent")
     return a * b
+
+
+inner_product = _checked("stride", "stride")(_inner_product)
 
 
 def unflatten(flat: Any, profile: Any) -> Any:
@@ -339,6 +405,7 @@ def unflatten(flat: Any, profile: Any) -> Any:
     Law: ``flatten(unflatten(t, p)) == flatten(t)`` and ``congruent(unflatten(t, p), p)``.
     """
     check_depth(profile)
+    check_int_tuple(flat, "any", "unflatten")
     leaves = wrap(flat)
     n_prof = len(flatten_to_tuple(profile))
     if len(leaves) != n_prof:
@@ -368,73 +435,82 @@ def replace(t: Any, n: int, x: Any) -> Any:
     return t[:n] + (x,) + t[n + 1:]
 
 
-@_bounded
-def prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
+def _prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
     """Exclusive prefix product of the leaves (colexicographic), ``init`` first."""
     if isinstance(t, tuple):
         out = []
         cur = init
         for m in t:
-            out.append(prefix_product(m, cur))
-            cur = cur * product(m)
+            out.append(_prefix_product(m, cur))
+            cur = cur * _product(m)
         return tuple(out)
     return init
 
 
-@_bounded
-def compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
+prefix_product = _checked("int")(_prefix_product)
+
+
+def _compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutLeft>``: column-major (GenColMajor) strides.
 
-    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``_1:_0``);
+    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``1:_0``);
     a dynamic extent 1 keeps the running stride.
     """
     if isinstance(shape, tuple):
         out = []
         cur = current
         for m in shape:
-            out.append(compact_major_left(m, cur))
-            cur = cur * product(m)
+            out.append(_compact_major_left(m, cur))
+            cur = cur * _product(m)
         return tuple(out)
     return 0 if is_constant(1, shape) else current
 
 
-@_bounded
-def compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
+compact_major_left = _checked("int")(_compact_major_left)
+
+
+def _compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutRight>``: row-major (GenRowMajor) strides, right-most fastest
     at every level of the hierarchy; static extent-1 modes get stride 0."""
     if isinstance(shape, tuple):
         out: list[Any] = [None] * len(shape)
         cur = current
         for i in range(len(shape) - 1, -1, -1):
-            out[i] = compact_major_right(shape[i], cur)
-            cur = cur * product(shape[i])
+            out[i] = _compact_major_right(shape[i], cur)
+            cur = cur * _product(shape[i])
         return tuple(out)
     return 0 if is_constant(1, shape) else current
 
 
-@_bounded
-def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
+compact_major_right = _checked("int")(_compact_major_right)
+
+
+def _elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
     if isinstance(a, tuple):
         if not isinstance(b, tuple) or len(a) != len(b):
             raise LayoutError(f"elem_scale: {a} and {b} are not congruent")
-        return tuple(elem_scale(x, y) for x, y in zip(a, b))
-    return a * product(b)
+        return tuple(_elem_scale(x, y) for x, y in zip(a, b))
+    return a * _product(b)
 
 
-@_bounded
-def elem_less(a: IntTuple, b: IntTuple) -> bool:
+elem_scale = _checked("int", "int")(_elem_scale)
+
+
+def _elem_less(a: IntTuple, b: IntTuple) -> bool:
     """``elem_less(a, b)``: every leaf of ``a`` is less than the matching one of ``b``."""
     if isinstance(a, tuple):
         bw = wrap(b)
         if len(a) > len(bw):
             return False
-        return all(elem_less(x, y) for x, y in zip(a, bw))
-    return bool(a < product(b)) if isinstance(b, tuple) else bool(a < b)
+        return all(_elem_less(x, y) for x, y in zip(a, bw))
+    return bool(a < _product(b)) if isinstance(b, tuple) else bool(a < b)
+
+
+elem_less = _checked("int", "int")(_elem_less)
 
 
 # --------------------------------------------------------------------------- evaluation core
-@_bounded
-def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
+def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
 
     An integral ``crd`` into a tuple shape is split colexicographically: ``crd % prod(s0)``
@@ -447,7 +523,7 @@ def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
             raise LayoutError(f"coordinate {crd} does not match shape {shape}")
         acc: Any = 0
         for c, s, d in zip(crd, shape, stride):
-            acc = acc + crd2idx(c, s, d)
+            acc = acc + _crd2idx(c, s, d)
         return acc
     if isinstance(shape, tuple):
         if not isinstance(stride, tuple) or len(stride) != len(shape):
@@ -458,55 +534,65 @@ def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
         rest = crd
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == len(shape) - 1:
-                acc = acc + crd2idx(rest, s, d)
+                acc = acc + _crd2idx(rest, s, d)
             else:
-                p = product(s)
+                p = _product(s)
                 if p == 0:
                     raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
-                acc = acc + crd2idx(rest % p, s, d)
+                acc = acc + _crd2idx(rest % p, s, d)
                 rest = rest // p
         return acc
+    if isinstance(stride, tuple):
+        raise LayoutError(f"stride {stride} does not match shape {shape}")
     return stride * crd
 
 
-@_bounded
-def idx2crd(idx: Any, shape: IntTuple) -> Any:
+crd2idx = _checked("crd", "int", "stride")(_crd2idx)
+
+
+def _idx2crd(idx: Any, shape: IntTuple) -> Any:
     """Colexicographic coordinate of a 1-D index: ``c_k = (idx // prod(s_<k)) % s_k``.
 
     As in CuTe, the last mode takes the quotient without a modulus, so that
-    ``crd2idx(idx2crd(i, s), s, compact_major_left(s)) == i`` for every ``i >= 0``.
+    ``crd2idx(_idx2crd(i, s), s, compact_major_left(s)) == i`` for every ``i >= 0``.
     """
     if isinstance(idx, tuple):
         if not isinstance(shape, tuple) or len(idx) != len(shape):
             raise LayoutError(f"coordinate {idx} does not match shape {shape}")
-        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))
+        return tuple(_idx2crd(i, s) for i, s in zip(idx, shape))
     if isinstance(shape, tuple):
         out = []
         rest = idx
         for k, s in enumerate(shape):
-            p = product(s)
+            p = _product(s)
             if k == len(shape) - 1:
-                out.append(idx2crd(rest, s))
+                out.append(_idx2crd(rest, s))
             else:
                 if p == 0:
                     raise LayoutError(f"index {idx} into an extent-0 mode of {shape}")
-                out.append(idx2crd(rest % p, s))
+                out.append(_idx2crd(rest % p, s))
                 rest = rest // p
         return tuple(out)
     return idx
 
 
-@_bounded
-def crd2crd(crd: Any, src_shape: IntTuple, dst_shape: IntTuple) -> Any:
+idx2crd = _checked("crd", "int")(_idx2crd)
+
+
+def _crd2crd(crd: Any, src_shape: IntTuple, dst_shape: IntTuple) -> Any:
     """``crd2crd(coord, src_shape, dst_shape)``: re-express a coordinate of ``src_shape`` as
     one of ``dst_shape``; mode-wise where all three are tuples, otherwise
     ``idx2crd(crd2idx(coord, src_shape), dst_shape)`` (column-major index).
 
-    Law: ``crd2idx(crd2crd(c, s, d), d, compact_major_left(d)) ==
+    Law: ``crd2idx(_crd2crd(c, s, d), d, compact_major_left(d)) ==
     crd2idx(c, s, compact_major_left(s))`` when ``size(s) == size(d)``.
     """
     if isinstance(crd, tuple) and isinstance(src_shape, tuple) and isinstance(dst_shape, tuple):
         if not len(crd) == len(src_shape) == len(dst_shape):
             raise LayoutError(f"crd2crd: Mismatched Ranks {crd}, {src_shape}, {dst_shape}")
-        return tuple(crd2crd(c, s, d) for c, s, d in zip(crd, src_shape, dst_shape))
+        return tuple(_crd2crd(c, s, d) for c, s, d in zip(crd, src_shape, dst_shape))
     return idx2crd(crd2idx(crd, src_shape, compact_major_left(src_shape)), dst_shape)
+
+
+
+crd2crd = _checked("crd", "int", "int")(_crd2crd)

@@ -35,12 +35,13 @@ from threadmap.layout.dispatch import LayoutLike, call_method, dispatch
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
     IntTuple,
+    _crd2idx,
     ceil_div,
     check_depth,
+    check_int_tuple,
     compact_major_left,
     compact_major_right,
     congruent,
-    crd2idx,
     flatten,
     flatten_to_tuple,
     is_int,
@@ -205,9 +206,8 @@ class Layout:
             c = _norm_crd(c)
         if has_underscore(c):
             return slice_(c, self)
-        if isinstance(c, bool) or isinstance(c, float):
-            raise LayoutError(f"coordinate {c!r} is not an integer")
-        return crd2idx(c, self.shape, self.stride)
+        check_int_tuple(c, "crd", "coordinate")
+        return _crd2idx(c, self.shape, self.stride)
 
     def table(self, dtype: Any = None, out: np.ndarray | None = None) -> np.ndarray:
         """``L(i)`` for every ``i`` in ``[0, size)``, as one numpy array (colex order).
@@ -255,10 +255,19 @@ def _has_underscore(c: Any) -> bool:
 
 
 def _idx2crd_strided(idx: Any, shp: Any, std: Any) -> Any:
+    if isinstance(idx, tuple):
+        raise LayoutError(f"expected a 1-D index, got {idx!r}")
+    check_int_tuple(idx, "crd", "index")
+    return _idx2crd_strided_rec(idx, shp, std)
+
+
+def _idx2crd_strided_rec(idx: Any, shp: Any, std: Any) -> Any:
     if isinstance(shp, tuple):
-        return tuple(_idx2crd_strided(idx, s, d) for s, d in zip(shp, std))
+        return tuple(_idx2crd_strided_rec(idx, s, d) for s, d in zip(shp, std))
     if shp == 1:
         return 0
+    if shp == 0:
+        raise LayoutError("idx2crd into an extent-0 mode is undefined")
     if isinstance(std, ScaledBasis):
         raise LayoutError("idx2crd through a basis stride is not supported")
     if std == 0:
@@ -655,6 +664,7 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
 def coalesce_x(layout: Layout, profile: Any = None) -> Layout:
     """``detail::coalesce_x``: like coalesce but also preserves the function outside the
     domain (the last mode's stride survives even when its extent is 1)."""
+    layout = _as_layout(layout, "coalesce_x")
     if isinstance(profile, tuple):
         return _transform_layout(layout, profile, coalesce_x)
     fs, fd = flatten_to_tuple(layout.shape), flatten_to_tuple(layout.stride)
@@ -745,6 +755,8 @@ def _composition_leaf(ls: tuple, ld: tuple, rs: Any, rd: Any) -> Layout:
                 break
             continue
         new_shape = min(next_shape, rest_s)
+        if new_shape == 0:
+            raise LayoutError("composition with an extent-0 mode (the header divides by it)")
         if is_static(new_shape) and is_static(rest_s) and rest_s % new_shape != 0:
             raise LayoutError(f"Shape Divisibility Condition fails in composition: extent "
                               f"{rest_s} is not a multiple of {new_shape}")
@@ -892,6 +904,8 @@ def exchange_sort_order(keys: Sequence[int]) -> list[int]:
 
     Law: equals the permutation of the header's quadratic ``exchange_sort`` on every input.
     """
+    if not isinstance(keys, (list, tuple)) or not all(is_int(k) for k in keys):
+        raise LayoutError(f"exchange_sort_order needs a sequence of integers, got {keys!r}")
     n = len(keys)
     if n < 2:
         return list(range(n))
@@ -1116,8 +1130,9 @@ def hier_unzip(splitter: Any, a: Layout, b: Any) -> Layout:
 
     Law: the result has the same function as ``splitter(A, B)`` up to the mode order.
     """
-    if not callable(splitter):
-        raise LayoutError(f"hier_unzip: splitter {splitter!r} is not callable")
+    if splitter not in (logical_divide, logical_product):
+        raise LayoutError(f"hier_unzip: the splitter must be logical_divide or logical_product, "
+                          f"got {splitter!r}")
     return tile_unzip(splitter(a, b), b)
 
 

@@ -120,6 +120,8 @@ class _Parser:
             raise ParseError(f"expected a string, got {type(text).__name__}")
         if len(text) > MAX_TEXT:
             raise ParseError(f"layout text longer than {MAX_TEXT} characters")
+        if env is not None and not isinstance(env, Mapping):
+            raise ParseError(f"env must be a mapping of names to integers, got {env!r}")
         self.text = text
         self.env = env or {}
         self.dynamic = dynamic

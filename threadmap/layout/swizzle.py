@@ -138,6 +138,9 @@ class Swizzle(LayoutLike):
     def __call__(self, x: Any) -> Any:
         """``x ^ shiftr(x & yyy_msk, S)`` (``apply`` in the header) on an int, a numpy
         integer array or a ``Sym``; the one evaluation of a swizzle."""
+        if isinstance(x, bool) or not (isinstance(x, (int, np.integer, Sym)) or (
+                isinstance(x, np.ndarray) and x.dtype.kind in "iu")):
+            raise SwizzleError(f"{self}: cannot swizzle {x!r} (an integer, integer array or Sym)")
         if isinstance(x, Sym) and x.bits < self.nbits:
             raise SwizzleError(f"{self}: a {x.bits}-bit bit-vector is narrower than the "
                                 f"{self.nbits} bits the swizzle touches")
@@ -214,6 +217,9 @@ class Swizzle(LayoutLike):
 
     def recast(self, old_bits: int, new_bits: int) -> Swizzle:
         """``recast_layout<Old, New>(Swizzle)``: ratio ``new/old`` reduced; up/downcast."""
+        for v in (old_bits, new_bits):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
+                raise SwizzleError(f"recast_layout: bit widths must be positive integers, got {v!r}")
         g = gcd(old_bits, new_bits)
         num, den = new_bits // g, old_bits // g
         if num == 1 and den == 1:
@@ -253,6 +259,9 @@ def make_swizzle(y: int, z: int) -> Swizzle:
     Law: ``make_swizzle(sw.yyy_msk, sw.zzz_msk) == sw`` for every B > 0 swizzle, and
     ``(y | z) == make_swizzle(y, z).swizzle_code`` (the header's consistency assert).
     """
+    for v in (y, z):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v < 1 << 32:
+            raise SwizzleError(f"make_swizzle: the bit masks must be 32-bit integers, got {v!r}")
     y, z = int(y) & 0xFFFFFFFF, int(z) & 0xFFFFFFFF
     bz, by = _popcount(y), _popcount(z)
     if bz != by:

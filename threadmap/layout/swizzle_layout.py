@@ -167,6 +167,8 @@ def _slice_and_offset(cl: ComposedLayout, crd: Any) -> tuple[Any, Any]:
 def make_layout_from_swizzle(sw: Swizzle) -> Any:
     """``make_layout(Swizzle<B,M,S>)`` exactly as the header: ``composition(sw,
     Layout<Int<M+B+abs(S)>, _1>)``.  Note: the extent is ``M+B+|S|``, not ``2^(M+B+|S|)``."""
+    if not isinstance(sw, Swizzle):
+        raise LayoutError(f"make_layout_from_swizzle needs a Swizzle, got {sw!r}")
     return composition3(sw, 0, Layout(sw.base + sw.bits + abs(sw.shift), 1))
 
 
@@ -174,6 +176,10 @@ def swizzled_logical_product(layout: Layout, tiler: ComposedLayout) -> Any:
     """``logical_product(Layout, Sw o 0 o T)`` (swizzle_layout.hpp): the product with ``T``,
     and the swizzle transferred onto the new strides (``make_swizzle`` of the images of the
     tiler's active Y and Z bits in the new layout)."""
+    if not isinstance(layout, Layout) or not isinstance(tiler, ComposedLayout) or \
+            not isinstance(tiler.layout_a, Swizzle):
+        raise LayoutError(f"swizzled_logical_product(Layout, Sw o O o Layout), got "
+                          f"{layout!r}, {tiler!r}")
     sw, tb = _swizzled(tiler, "logical_product")
     if not _is_static_zero(tiler.offset):
         raise LayoutError("logical_product: Require Swizzle offset == 0.")

@@ -96,6 +96,14 @@ class Tensor(LayoutLike):
     def __getitem__(self, crd: Any) -> Any:
         return self(crd)
 
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        # the values in index order (without this, Python would iterate through __getitem__
+        # forever: every integer is a valid 1-D coordinate)
+        return (self(i) for i in range(int(size(self.layout))))
+
+    def __len__(self) -> int:
+        return int(size(self.layout))
+
     def __str__(self) -> str:
         return f"{self.offset} o {self.layout}"
 

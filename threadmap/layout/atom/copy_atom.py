@@ -77,6 +77,8 @@ class CopyAtom:
     val_layout_ref: Layout = field(init=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.op, CopyOp):
+            raise AtomError(f"Copy_Atom needs a copy operation, got {self.op!r}")
         bits = type_bits(self.val_type)
         nthr = size(self.op.thr_id)
         for which, bl in (("Src", self.op.src_bits), ("Dst", self.op.dst_bits), ("Ref", self.op.ref_bits)):
@@ -115,6 +117,8 @@ class CopyAtom:
 def _atom(x: CopyAtom | tuple[Any, Any]) -> CopyAtom:
     if isinstance(x, CopyAtom):
         return x
+    if not isinstance(x, tuple) or len(x) != 2:
+        raise AtomError(f"a copy atom is a CopyAtom or a pair (copy op, value type), got {x!r}")
     op, vt = x
     return CopyAtom(get_copy_op(op) if isinstance(op, str) else op, vt)
 
@@ -133,6 +137,11 @@ class TiledCopy:
     """
 
     def __init__(self, atom: CopyAtom, layout_tv: Layout, tiler_mn: Any) -> None:
+        if not isinstance(atom, CopyAtom):
+            raise AtomError(f"TiledCopy needs a CopyAtom, got {atom!r}")
+        if not isinstance(layout_tv, Layout):
+            raise AtomError(f"TiledCopy needs a TV layout, got {layout_tv!r}")
+        _check_tiler(tiler_mn)
         self.atom = atom
         self.layout_tv = layout_tv
         self.tiler_mn = tiler_mn
@@ -281,6 +290,29 @@ def make_tiled_copy_impl(atom: CopyAtom | tuple[Any, Any], layout_tv: Layout, ti
     return TiledCopy(_atom(atom), layout_tv, tiler)
 
 
+def _check_tiler(t: Any) -> None:
+    """A ``Tiler_MN``: integers or layouts (or tuples of them)."""
+    leaves = t if isinstance(t, tuple) else (t,)
+    for x in leaves:
+        if isinstance(x, tuple):
+            _check_tiler(x)
+        elif isinstance(x, bool) or not isinstance(x, (int, Layout)) or (isinstance(x, int) and x <= 0):
+            raise AtomError(f"a tiler holds positive integers or layouts, got {x!r}")
+
+
+def _check_mma(mma: Any) -> TiledMMA:
+    from threadmap.layout.atom.mma_atom import TiledMMA
+    if not isinstance(mma, TiledMMA):
+        raise AtomError(f"expected a TiledMMA, got {mma!r}")
+    return mma
+
+
+def _check_copy(tc: Any) -> TiledCopy:
+    if not isinstance(tc, TiledCopy):
+        raise AtomError(f"expected a TiledCopy, got {tc!r}")
+    return tc
+
+
 def make_tiled_copy(copy_atom: CopyAtom | tuple[Any, Any], thr_layout: Layout,
                     val_layout: Layout | None = None) -> TiledCopy:
     """``make_tiled_copy(copy_atom, thr_layout, val_layout)`` (cute/atom/copy_atom.hpp).
@@ -291,6 +323,9 @@ def make_tiled_copy(copy_atom: CopyAtom | tuple[Any, Any], thr_layout: Layout,
     """
     if val_layout is None:
         val_layout = make_compact_layout(1)
+    for what, lay in (("thread", thr_layout), ("value", val_layout)):
+        if not isinstance(lay, Layout):
+            raise AtomError(f"make_tiled_copy: the {what} layout must be a Layout, got {lay!r}")
     layout_mn = raked_product(thr_layout, val_layout)
     layout_tv = composition(right_inverse(layout_mn),
                             make_compact_layout((size(thr_layout), size(val_layout))))
@@ -300,22 +335,26 @@ def make_tiled_copy(copy_atom: CopyAtom | tuple[Any, Any], thr_layout: Layout,
 
 def make_tiled_copy_A(copy_atom: CopyAtom | tuple[Any, Any], mma: TiledMMA) -> TiledCopy:
     """A copy that partitions like ``mma``'s A operand: ``(get_layoutA_TV, (tile_M, tile_K))``."""
+    mma = _check_mma(mma)
     return make_tiled_copy_impl(copy_atom, mma.get_layoutA_TV(), (mma.tile_size_mnk(0), mma.tile_size_mnk(2)))
 
 
 def make_tiled_copy_B(copy_atom: CopyAtom | tuple[Any, Any], mma: TiledMMA) -> TiledCopy:
     """A copy that partitions like ``mma``'s B operand: ``(get_layoutB_TV, (tile_N, tile_K))``."""
+    mma = _check_mma(mma)
     return make_tiled_copy_impl(copy_atom, mma.get_layoutB_TV(), (mma.tile_size_mnk(1), mma.tile_size_mnk(2)))
 
 
 def make_tiled_copy_C(copy_atom: CopyAtom | tuple[Any, Any], mma: TiledMMA) -> TiledCopy:
     """A copy that partitions like ``mma``'s C operand: ``(get_layoutC_TV, (tile_M, tile_N))``."""
+    mma = _check_mma(mma)
     return make_tiled_copy_impl(copy_atom, mma.get_layoutC_TV(), (mma.tile_size_mnk(0), mma.tile_size_mnk(1)))
 
 
 def make_tiled_copy_C_atom(copy_atom: CopyAtom | tuple[Any, Any], mma: TiledMMA) -> TiledCopy:
     """The smallest tiled copy that can retile ``LayoutC_TV`` (``make_tiled_copy_C_atom``):
     the C TV layout truncated to the atom's values, with a by-mode layout tiler."""
+    mma = _check_mma(mma)
     atom = _atom(copy_atom)
     layout_c_tv = mma.get_layoutC_TV()
     copy_v = atom.num_val_src
@@ -336,11 +375,13 @@ def make_tiled_copy_C_atom(copy_atom: CopyAtom | tuple[Any, Any], mma: TiledMMA)
 
 def make_tiled_copy_S(copy_atom: CopyAtom | tuple[Any, Any], tiled_copy: TiledCopy) -> TiledCopy:
     """A copy with ``tiled_copy``'s source TV layout and tiler."""
+    tiled_copy = _check_copy(tiled_copy)
     return make_tiled_copy_impl(copy_atom, tiled_copy.get_layoutS_TV(), tiled_copy.tiler_mn)
 
 
 def make_tiled_copy_D(copy_atom: CopyAtom | tuple[Any, Any], tiled_copy: TiledCopy) -> TiledCopy:
     """A copy with ``tiled_copy``'s destination TV layout and tiler."""
+    tiled_copy = _check_copy(tiled_copy)
     return make_tiled_copy_impl(copy_atom, tiled_copy.get_layoutD_TV(), tiled_copy.tiler_mn)
 
 

@@ -53,10 +53,13 @@ _UINT_BY_BITS = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t", 1
 def type_bits(t: str | int) -> int:
     """``sizeof_bits<T>`` of a C++ type name (or a short name such as ``"f16"``), or ``t`` itself
     when it is already a bit count."""
+    if isinstance(t, bool) or not isinstance(t, (int, str)):
+        raise AtomError(f"a value type is a C++ type name or a bit count, got {t!r}")
     if isinstance(t, int):
-        if t <= 0:
-            raise AtomError(f"a value type must have a positive number of bits, got {t}")
+        if not 0 < t <= 1024:
+            raise AtomError(f"a value type must have 1..1024 bits, got {t}")
         return t
+    t = t.replace(" ", "").replace("cute::", "")
     name = _SHORT_TYPES.get(t, t)
     try:
         return CXX_TYPE_BITS[name]
@@ -197,7 +200,9 @@ def get_copy_op(name: str) -> CopyOp:
     """A copy operation by C++ spelling: ``"UniversalCopy<uint128_t>"``,
     ``"SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>"``, ``"AutoVectorizingCopy"``, ``"DefaultCopy"``,
     ``"AutoVectorizingCopyWithAssumedAlignment<64>"``, ``"SM75_U32x4_LDSM_N"``, ..."""
-    name = name.replace(" ", "").removeprefix("cute::")
+    if not isinstance(name, str):
+        raise AtomError(f"a copy operation is named by a string, got {name!r}")
+    name = "".join(name.split()).replace("cute::", "")
     if name in COPY_OPS:
         return COPY_OPS[name]
     if name == "AutoVectorizingCopy":

@@ -56,6 +56,10 @@ class TiledMMA:
     """
 
     def __init__(self, atom: MMAAtom, thr_layout_mnk: Layout, permutation_mnk: tuple[Any, Any, Any]) -> None:
+        if not isinstance(atom, MMAAtom):
+            raise AtomError(f"TiledMMA needs an MMA atom, got {atom!r}")
+        if not isinstance(thr_layout_mnk, Layout):
+            raise AtomError(f"TiledMMA needs a thread layout, got {thr_layout_mnk!r}")
         if rank(thr_layout_mnk) != 3:
             raise AtomError("TiledMMA requires rank-3 AtomLayoutMNK")
         if not isinstance(permutation_mnk, tuple) or len(permutation_mnk) != 3:
@@ -204,8 +208,14 @@ def make_tiled_mma(atom: MMAAtom | str, atom_layout: Layout | None = None,
     ``permutation_mnk = append<3>(permutations, _)``.
     """
     a = get_mma_atom(atom) if isinstance(atom, str) else atom
+    if not isinstance(a, MMAAtom):
+        raise AtomError(f"make_tiled_mma needs an MMA atom or its name, got {atom!r}")
     if atom_layout is None:
         atom_layout = make_compact_layout((1, 1, 1))
+    if not isinstance(atom_layout, Layout):
+        raise AtomError(f"make_tiled_mma: the atom layout must be a Layout, got {atom_layout!r}")
+    if permutation is not None and not isinstance(permutation, (tuple, list)):
+        raise AtomError(f"make_tiled_mma: the permutation must be a tuple, got {permutation!r}")
     if rank(atom_layout) > 3:
         raise AtomError(f"the atom layout must have rank <= 3, got {atom_layout}")
     thr_mnk = append(atom_layout, Layout(1, 0), n=3)
@@ -217,6 +227,8 @@ def make_tiled_mma(atom: MMAAtom | str, atom_layout: Layout | None = None,
 
 
 def _partition_shape(mma: TiledMMA, shp: Any, which: str) -> Any:
+    if not isinstance(mma, TiledMMA):
+        raise AtomError(f"partition_shape_{which} needs a TiledMMA, got {mma!r}")
     dummy = make_compact_layout(shp)
     tv = {"A": mma.thrfrg_A, "B": mma.thrfrg_B, "C": mma.thrfrg_C}[which](dummy)
     r = rank(dummy)

@@ -24,7 +24,9 @@ compiled by CUTLASS when ``CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED`` is defined; s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from threadmap.errors import AtomError
 from threadmap.layout.int_tuple import IntTuple
@@ -441,17 +443,59 @@ def mma_atom_names() -> list[str]:
     return sorted(MMA_ATOMS)
 
 
+_GMMA_NAME = re.compile(r"SM90_64x(\d+)x(\d+)_(F16F16F16|F32F16F16|F32BF16BF16|F32TF32TF32)_(SS|RS)(_TN)?$")
+_GMMA_FACTORIES: dict[tuple[str, str], Any] = {
+    ("F16F16F16", "SS"): SM90_64xNx16_F16F16F16_SS, ("F16F16F16", "RS"): SM90_64xNx16_F16F16F16_RS,
+    ("F32F16F16", "SS"): SM90_64xNx16_F32F16F16_SS, ("F32F16F16", "RS"): SM90_64xNx16_F32F16F16_RS,
+    ("F32BF16BF16", "SS"): SM90_64xNx16_F32BF16BF16_SS,
+    ("F32BF16BF16", "RS"): SM90_64xNx16_F32BF16BF16_RS,
+}
+_QUALIFIERS = ("cute::", "SM90::GMMA::", "GMMA::", "SM90::", "cutlass::")
+
+
+def _strip_qualifiers(text: str) -> str:
+    for q in _QUALIFIERS:
+        text = text.replace(q, "")
+    return text
+
+
+def _unknown(name: str) -> AtomError:
+    non_gmma = [n for n in mma_atom_names() if not n.startswith("SM90_64x")]
+    return AtomError(
+        f"unknown MMA atom {name!r}. Known atoms: {', '.join(non_gmma)}, and the SM90 GMMA "
+        "atoms SM90_64x{N}x16_{F16F16F16,F32F16F16,F32BF16BF16}_{SS,RS}<GMMA::Major::{K,MN},"
+        "GMMA::Major::{K,MN}> and SM90_64x{N}x8_F32TF32TF32_{SS,RS}_TN for N in 8, 16, ..., 256")
+
+
 def get_mma_atom(name: str) -> MMAAtom:
-    """The atom called ``name`` (the C++ op name, e.g. ``"SM80_16x8x16_F32F16F16F32_TN"``).
+    """The atom called ``name``: the C++ op name (``"SM80_16x8x16_F32F16F16F32_TN"``), also as
+    pasted from C++ with template arguments, qualifiers and spaces
+    (``"UniversalFMA<float,float,float,float>"``,
+    ``"cute::SM90::GMMA::SM90_64x128x16_F32F16F16_SS<GMMA::Major::MN, GMMA::Major::K>"``).
+    A GMMA atom's template arguments are its A and B majors (K-major when omitted).
 
     Raises :class:`~threadmap.errors.AtomError` listing the known names if there is none.
     """
-    try:
-        return MMA_ATOMS[name]
-    except KeyError:
-        non_gmma = [n for n in mma_atom_names() if not n.startswith("SM90_64x")]
-        raise AtomError(
-            f"unknown MMA atom {name!r}. Known atoms: {', '.join(non_gmma)}, and the SM90 GMMA "
-            "atoms SM90_64x{N}x16_{F16F16F16,F32F16F16,F32BF16BF16}_{SS,RS} and "
-            "SM90_64x{N}x8_F32TF32TF32_{SS,RS}_TN for N in 8, 16, ..., 256"
-        ) from None
+    if not isinstance(name, str):
+        raise AtomError(f"an MMA atom is named by a string, got {name!r}")
+    text = _strip_qualifiers("".join(name.split()))
+    base, args = text, None
+    if "<" in text:
+        if not text.endswith(">"):
+            raise _unknown(name)
+        base, args = text[:-1].split("<", 1)
+    atom = MMA_ATOMS.get(base)
+    if atom is None:
+        raise _unknown(name)
+    if args is None:
+        return atom
+    m = _GMMA_NAME.match(base)
+    if m and not m.group(5):
+        majors = [a.removeprefix("Major::") for a in args.split(",")] if args else []
+        if len(majors) != 2 or any(x not in _MAJORS for x in majors):
+            raise AtomError(f"{name!r}: a GMMA atom takes <GMMA::Major::{{K,MN}}, "
+                            "GMMA::Major::{K,MN}>")
+        return _GMMA_FACTORIES[(m.group(3), m.group(4))](int(m.group(1)), majors[0], majors[1])
+    if "<" + args + ">" != "".join(atom.cxx_template_args.split()) and not (m and args == ""):
+        raise AtomError(f"{name!r}: threadmap has {base} only as {atom.cxx_type}")
+    return atom

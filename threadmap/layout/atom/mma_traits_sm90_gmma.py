@@ -42,10 +42,12 @@ def gmma_layout_atom_bits(major: str, swizzle: str) -> ComposedLayout:
     """``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom_Bits``: in units of bits,
     ``Sw<b,4,3> o smem_ptr[1b](unset) o L`` with ``L = (W,8):(1,W)`` (MN-major) or
     ``(8,W):(W,1)`` (K-major), ``W = 128 << b`` bits."""
-    if swizzle not in _GMMA_SW:
+    if not isinstance(swizzle, str) or swizzle not in _GMMA_SW:
         raise LayoutError(f"GMMA swizzle must be one of {list(_GMMA_SW)}, got {swizzle!r}")
     b = _GMMA_SW[swizzle]
     w = 128 << b
+    if not isinstance(major, str):
+        raise LayoutError(f"GMMA major must be 'MN' or 'K', got {major!r}")
     if major == "MN":
         lay = Layout((w, 8), (1, w))
     elif major == "K":
