@@ -60,7 +60,7 @@ def _leaf_ok(x: Any, kind: str) -> bool:
     if isinstance(x, bool):
         return False
     if isinstance(x, (int, np.integer)):
-        return kind == "crd" or -(1 << 63) <= x < 1 << 63  # CuTe's integers are 64-bit
+        return kind == "crd" or bool(-(1 << 63) <= x < 1 << 63)  # CuTe's ints are 64-bit
     if kind == "stride":
         from threadmap.layout.arithmetic_tuple import ScaledBasis
         return isinstance(x, ScaledBasis)
