@@ -111,6 +111,36 @@ class ArithTuple:
 
         return rec(profile, ())
 
+    def as_tuple(self) -> Any:
+        """``as_arithmetic_tuple``: the coordinate as a (nested) tuple, index ``i`` holding
+        the sum of the terms under path ``(i, ...)``; a lone integral term is returned as is."""
+        terms = {p: v for p, v in self.terms.items() if p or not (type(v) is int and v == 0)}
+        if set(terms) <= {()}:
+            return terms.get((), 0)
+
+        def tree(ts: dict[tuple[int, ...], Any], k: int) -> Any:
+            groups: dict[int, dict[tuple[int, ...], Any]] = {}
+            acc: Any = 0
+            for p, v in ts.items():
+                if len(p) > k:
+                    groups.setdefault(p[k], {})[p] = v
+                else:
+                    acc = acc + v
+            if not groups:
+                return acc
+            return tuple(tree(groups[i], k + 1) if i in groups else 0
+                         for i in range(max(groups) + 1))
+
+        return tree(terms, 0)
+
+    def to_str(self, static: bool = False) -> str:
+        """As CuTe prints an ArithmeticTuple: ``(_0,1)``."""
+        from threadmap.layout.layout import tuple_str
+        return tuple_str(self.as_tuple(), static)
+
+    def __str__(self) -> str:
+        return self.to_str()
+
     def __repr__(self) -> str:
         return f"ArithTuple({self.terms})"
 
