@@ -21,7 +21,7 @@ Grammar (``{}`` after a type name is optional; ``NAME`` is an identifier, ``cute
     call     := NAME '(' [expr (',' expr)*] ')'          NAME from the function table
     tag      := ('GenRowMajor' | 'LayoutRight' | 'GenColMajor' | 'LayoutLeft') ['{' '}']
     tuple    := leaf | '(' [tuple (',' tuple)*] ')'
-    leaf     := ['_'] ['-'] digits ('@' digits)* | 'Int' '<' int '>' ['{' '}'] | name
+    leaf     := ['_'] ['-'] digits ['{' '}'] ('@' digits)* | 'Int' '<' int '>' ['{' '}'] | name
 
 Integers: ``_4`` and ``Int<4>{}`` are static; a bare ``4`` is static too unless
 ``dynamic=True``, which reads it as a :class:`~threadmap.layout.integral_constant.Dyn`
@@ -210,6 +210,8 @@ class _Parser:
             raise self.err("expected a number or '(' but the text ended")
         if t[0] == "num":
             v: Any = self.int_(static=False)
+            if t[1].startswith("_"):
+                self.opt_braces()  # _8{} is the value of the type _8
             if self.at("@"):
                 path = []
                 while self.at("@"):

@@ -471,7 +471,8 @@ def get_mma_atom(name: str) -> MMAAtom:
     """The atom called ``name``: the C++ op name (``"SM80_16x8x16_F32F16F16F32_TN"``), also as
     pasted from C++ with template arguments, qualifiers and spaces
     (``"UniversalFMA<float,float,float,float>"``,
-    ``"cute::SM90::GMMA::SM90_64x128x16_F32F16F16_SS<GMMA::Major::MN, GMMA::Major::K>"``).
+    ``"cute::SM90_64x128x16_F32F16F16_SS<GMMA::Major::MN, GMMA::Major::K>"``, or the type it
+    aliases, ``"cute::SM90::GMMA::MMA_64x128x16_F32F16F16_SS<...>"``).
     A GMMA atom's template arguments are its A and B majors (K-major when omitted).
 
     Raises :class:`~threadmap.errors.AtomError` listing the known names if there is none.
@@ -479,6 +480,8 @@ def get_mma_atom(name: str) -> MMAAtom:
     if not isinstance(name, str):
         raise AtomError(f"an MMA atom is named by a string, got {name!r}")
     text = _strip_qualifiers("".join(name.split()))
+    if text.startswith("MMA_64x"):  # SM90::GMMA::MMA_64x... is what cute::SM90_64x... names
+        text = "SM90_" + text[4:]
     base, args = text, None
     if "<" in text:
         if not text.endswith(">"):
