@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -157,18 +156,19 @@ def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
 def rejected_by_header(stmts: dict[str, str], *, prelude: str = PRELUDE) -> set[str]:
     """The ids of the cases that fail to compile against the header.
 
-    All cases first go into ONE ``-fsyntax-only`` translation unit (templates are still
+    The cases go into ONE ``-fsyntax-only`` translation unit (templates are still
     instantiated, so every static_assert fires), each case in its own function; a case is
     rejected when a diagnostic points at its line.  A compiler reports a failing template
-    instantiation only once, so two cases that instantiate the same failing template leave
-    the second one unconfirmed: those are then compiled one per translation unit (two at a
-    time).  Everything is cached by source hash."""
-    if not stmts:
-        return set()
-    hit = _syntax_errors(stmts, prelude)
-    rest = [cid for cid in stmts if cid not in hit]
-    with ThreadPoolExecutor(2) as ex:
-        singles = list(ex.map(lambda cid: _syntax_errors({cid: stmts[cid]}, prelude), rest))
-    for found in singles:
+    instantiation only once, so a case that instantiates the same failing template as an
+    earlier one is left unconfirmed: the unconfirmed cases are compiled again, in rounds,
+    until a round confirms none (each round confirms at least one case per distinct failing
+    template).  Everything is cached by source hash."""
+    hit: set[str] = set()
+    todo = dict(stmts)
+    while todo:
+        found = _syntax_errors(todo, prelude)
+        if not found:
+            break
         hit |= found
+        todo = {k: v for k, v in todo.items() if k not in found}
     return hit
