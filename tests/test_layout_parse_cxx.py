@@ -140,3 +140,17 @@ def test_malformed_pastes_are_parse_errors(text: str) -> None:
 def test_bad_atom_spellings_are_atom_errors(name: str) -> None:
     with pytest.raises(AtomError):
         get_mma_atom(name)
+
+
+def test_cli_accepts_function_calls_and_composed_layouts() -> None:
+    """``threadmap layout`` with a function-call expression and with the composed-layout
+    token form that used to fail (``Sw<3,4,3> o (8,64):(64,1) logical_divide (2,8)``)."""
+    from click.testing import CliRunner
+
+    from threadmap.cli import main
+
+    r1 = CliRunner().invoke(main, ["layout", "logical_divide(Sw<3,4,3> o (8,64):(64,1), (2,8))"])
+    r2 = CliRunner().invoke(main, ["layout", "Sw<3,4,3> o (8,64):(64,1)", "logical_divide", "(2,8)"])
+    assert r1.exit_code == 0 and r2.exit_code == 0, (r1.output, r2.output)
+    # the value itself is checked against the header in test_calculator_function_calls
+    assert r1.output == r2.output == str(run_layout([CALLS[1][0]])[-1][1]) + "\n"

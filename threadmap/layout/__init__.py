@@ -21,11 +21,13 @@ inside mirror CuTe's headers::
     atom.mma_atom      TiledMMA, ThrMMA                       atom/mma_atom.hpp
     atom.mma_traits_sm90_gmma  GMMA smem layout atoms         atom/mma_traits_sm90_gmma.hpp
     parse, calculator, printing, table, backend: threadmap's own (text, CLI, evaluation)
+    tiled, mma_atoms: the former module names, re-exporting atom.*
 
 Import order matters only in one direction: no module imports a later one, and
 ``swizzle_layout`` registers its overloads when this package is imported.
 """
 
+from threadmap.layout import mma_atoms, tiled  # noqa: F401  (former module names)
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,

@@ -205,29 +205,35 @@ def wrap(t: IntTuple) -> tuple:
     return t if isinstance(t, tuple) else (t,)
 
 
-@_bounded
-def transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
+def _transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
     if isinstance(t, tuple):
-        return tuple(transform_leaf(x, f) for x in t)
+        return tuple(_transform_leaf(x, f) for x in t)
     return f(t)
 
 
-@_bounded
-def congruent(a: Any, b: Any) -> bool:
+transform_leaf = _bounded(_transform_leaf)
+
+
+def _congruent(a: Any, b: Any) -> bool:
     """Same tree structure (profile)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
     return not isinstance(a, tuple) and not isinstance(b, tuple)
 
 
-@_bounded
-def weakly_congruent(a: Any, b: Any) -> bool:
+congruent = _bounded(_congruent)
+
+
+def _weakly_congruent(a: Any, b: Any) -> bool:
     """``a`` is a coarsening of ``b``: where ``a`` has a leaf, ``b`` may have a subtree."""
     if not isinstance(a, tuple):
         return True
     if not isinstance(b, tuple):
         return False
-    return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_weakly_congruent(x, y) for x, y in zip(a, b))
+
+
+weakly_congruent = _bounded(_weakly_congruent)
 
 
 def _compatible(a: Any, b: Any) -> bool:
@@ -246,9 +252,11 @@ def _compatible(a: Any, b: Any) -> bool:
 compatible = _checked("int", "int")(_compatible)
 
 
-@_bounded
-def repeat_like(t: Any, x: Any) -> Any:
-    return tuple(repeat_like(m, x) for m in t) if isinstance(t, tuple) else x
+def _repeat_like(t: Any, x: Any) -> Any:
+    return tuple(_repeat_like(m, x) for m in t) if isinstance(t, tuple) else x
+
+
+repeat_like = _bounded(_repeat_like)
 
 
 def _check_divisor(b: Any, what: str) -> None:
@@ -497,7 +505,11 @@ elem_scale = _checked("int", "int")(_elem_scale)
 
 
 def _elem_less(a: IntTuple, b: IntTuple) -> bool:
-    """``elem_less(a, b)``: every leaf of ``a`` is less than the matching one of ``b``."""
+    """``elem_less(a, b)``: every leaf of ``a`` is less than the matching one of ``b`` (a
+    missing mode of ``b`` is not less: ``a`` may have fewer modes only).
+
+    Law: ``elem_less(c, s)`` for every coordinate ``c`` of shape ``s`` (checked against the
+    header in test_layout_cxx_dynamic)."""
     if isinstance(a, tuple):
         bw = wrap(b)
         if len(a) > len(bw):

@@ -35,6 +35,7 @@ from threadmap.layout.dispatch import LayoutLike, call_method, dispatch
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
     IntTuple,
+    _congruent,
     _crd2idx,
     ceil_div,
     check_depth,
@@ -95,6 +96,8 @@ def _leaves_checked(t: Any, what: str) -> tuple:
 
 
 def _check_int(v: Any, what: str) -> None:
+    if type(v) is int and -MAX_INT <= v <= MAX_INT:
+        return  # fast path
     if not is_int(v):
         raise LayoutError(f"{what} element {v!r} is not an integer")
     if not -MAX_INT <= v <= MAX_INT:
@@ -120,11 +123,30 @@ def _check_stride(stride: Any) -> None:
             _check_int(d, "stride")
 
 
+def _flat_ints(t: Any) -> tuple | None:
+    """``t`` as a tuple when it is a plain ``int`` or a flat tuple of plain ints, else None."""
+    if type(t) is int:
+        return (t,)
+    if type(t) is tuple and all(type(x) is int for x in t):
+        return t
+    return None
+
+
 def _norm(t: Any) -> Any:
-    """numpy integers -> Python ints, lists -> tuples (bounded depth)."""
+    """numpy integers -> Python ints, lists -> tuples (bounded depth, checked once)."""
     if isinstance(t, (tuple, list)):
         check_depth(tuple(t) if isinstance(t, list) else t)
-        return tuple(_norm(x) for x in t)
+        return _norm_rec(t)
+    if isinstance(t, np.integer):
+        return int(t)
+    return t
+
+
+def _norm_rec(t: Any) -> Any:
+    if isinstance(t, tuple) and all(type(x) is int for x in t):
+        return t  # the common case: nothing to convert
+    if isinstance(t, (tuple, list)):
+        return tuple(_norm_rec(x) for x in t)
     if isinstance(t, np.integer):
         return int(t)
     return t
@@ -151,8 +173,18 @@ class Layout:
     """
 
     __slots__ = ("shape", "stride")
+    shape: IntTuple
+    stride: IntTuple
 
     def __init__(self, shape: IntTuple, stride: Any = None) -> None:
+        fs = _flat_ints(shape)
+        fd = _flat_ints(stride)
+        if fs is not None and fd is not None and type(shape) is type(stride) and len(fs) == len(fd) \
+                and all(0 <= v <= MAX_INT for v in fs) and all(-MAX_INT <= v <= MAX_INT for v in fd):
+            # fast path: flat, plain ints (most layouts the algebra builds)
+            self.shape = shape
+            self.stride = stride
+            return
         if isinstance(shape, Layout) or isinstance(stride, Layout):
             raise LayoutError("Layout(shape, stride) takes int tuples, not layouts "
                               "(use make_layout to concatenate layouts)")
@@ -165,11 +197,11 @@ class Layout:
         else:
             stride = _norm(stride)
             _check_stride(stride)
-            if not congruent(shape, stride):
+            if not _congruent(shape, stride):  # depths already checked by _norm
                 raise LayoutError(f"shape {tuple_str(shape)} and stride {tuple_str(stride)} "
                                   "are not congruent")
-        self.shape: IntTuple = shape
-        self.stride: IntTuple = stride
+        self.shape = shape
+        self.stride = stride
 
     # -- structure ---------------------------------------------------------------------
     def __len__(self) -> int:
