@@ -268,3 +268,44 @@ def test_free_function_on_composed_layouts(fname: str, oracle: dict[str, Any]) -
             if cid not in oracle["rejected"]:
                 bad.append(f"{iname}: threadmap rejects ({val}) but the header compiles it")
     assert not bad, f"{fname}:\n" + "\n".join(bad)
+
+
+SW = Swizzle(2, 4, 3)
+SWIZZLE_CASES: dict[str, tuple[Callable[[], Any], str]] = {
+    "size": (lambda: tl.size(SW), _p(f"size({cxx_obj(SW)})")),
+    "cosize": (lambda: tl.cosize(SW), _p(f"cosize({cxx_obj(SW)})")),
+    "rank": (lambda: tl.rank(SW), _p(f"rank({cxx_obj(SW)})")),
+    "depth": (lambda: tl.depth(SW), _p(f"depth({cxx_obj(SW)})")),
+    "coalesce": (lambda: tl.coalesce(SW), _p(f"coalesce({cxx_obj(SW)})")),
+    "complement": (lambda: tl.complement(SW), _p(f"complement({cxx_obj(SW)})")),
+    "logical_divide": (lambda: tl.logical_divide(SW, 4), _p(f"logical_divide({cxx_obj(SW)}, Int<4>{{}})")),
+    "right_inverse": (lambda: tl.right_inverse(SW), _p(f"right_inverse({cxx_obj(SW)})")),
+    "left_inverse": (lambda: tl.left_inverse(SW), _p(f"left_inverse({cxx_obj(SW)})")),
+    "upcast": (lambda: tl.upcast(SW, 4), _p(f"upcast<4>({cxx_obj(SW)})")),
+    "downcast": (lambda: tl.downcast(SW, 2), _p(f"downcast<2>({cxx_obj(SW)})")),
+    "recast_layout": (lambda: tl.recast_layout(SW, 8, 16),
+                      _p(f"recast_layout<uint8_t,uint16_t>({cxx_obj(SW)})")),
+    "make_layout": (lambda: tl.make_layout(SW), _p(f"make_layout({cxx_obj(SW)})")),
+    "composition_swizzle": (lambda: tl.composition(SW, Swizzle(1, 6, 3)),
+                            _p(f"composition({cxx_obj(SW)}, Swizzle<1,6,3>{{}})")),
+    "composition_layout": (lambda: tl.composition(SW, Layout((8, 32), (32, 1))),
+                           _p(f"composition({cxx_obj(SW)}, {cxx_obj(Layout((8, 32), (32, 1)))})")),
+    "composition_rhs": (lambda: tl.composition(Layout(1 << 12, 2), SW),
+                        _p(f"composition({cxx_obj(Layout(1 << 12, 2))}, {cxx_obj(SW)})")),
+}
+
+
+def test_free_functions_on_a_swizzle() -> None:
+    """The free functions CuTe overloads for a Swizzle give the header's result; the others
+    raise LayoutError and do not compile against the header."""
+    ours = {k: _result(f) for k, (f, _c) in SWIZZLE_CASES.items()}
+    acc = {f"s_{k}": c for k, (_f, c) in SWIZZLE_CASES.items() if ours[k][0] == "ok"}
+    rej = {f"s_{k}": _must_be_layout(c) for k, (_f, c) in SWIZZLE_CASES.items()
+           if ours[k][0] != "ok"}
+    assert len(acc) >= 8 and len(rej) >= 4, (sorted(acc), sorted(rej))
+    out = run_print_batch(acc)
+    bad = [f"{k}: C++ {out.get(f's_{k}')!r} != threadmap {_out(v)!r}" for k, (st, v) in ours.items()
+           if st == "ok" and out.get(f"s_{k}") != _out(v)]
+    missing = set(rej) - rejected_by_header(rej)
+    bad += [f"{k}: threadmap rejects, the header compiles" for k in sorted(missing)]
+    assert not bad, "\n".join(bad)

@@ -25,13 +25,18 @@ from threadmap.errors import LayoutError
 class LayoutLike:
     """Base of the non-Layout functions the free functions dispatch to (ComposedLayout,
     Swizzle).  A subclass implements the operations CuTe defines for it as methods named
-    after the free function."""
+    after the free function; ``CUTE_OVERLOADS``, when set, limits the free functions that
+    reach it (a Swizzle has pycute's ``size()`` method, but CuTe has no ``size(Swizzle)``)."""
 
     __slots__ = ()
+    CUTE_OVERLOADS: frozenset[str] | None = None
 
 
 def call_method(x: LayoutLike, name: str, *args: Any, **kw: Any) -> Any:
     """``x.name(*args)``, or LayoutError when CuTe has no such overload for ``x``."""
+    allowed = getattr(type(x), "CUTE_OVERLOADS", None)
+    if allowed is not None and name not in allowed:
+        raise LayoutError(f"{name} is not defined for a {type(x).__name__} in CuTe ({x})")
     m = getattr(x, name, None)
     if m is not None and not callable(m) and not args and not kw:
         return m  # an accessor stored as a property (shape)

@@ -62,6 +62,10 @@ class Swizzle(LayoutLike):
     """
 
     __slots__ = ("bits", "base", "shift")
+    #: the free functions CuTe overloads for a Swizzle (swizzle.hpp, swizzle_layout.hpp)
+    CUTE_OVERLOADS = frozenset({"composition", "r_composition", "right_inverse", "left_inverse",
+                                "upcast", "downcast", "recast_layout", "make_layout",
+                                "max_alignment", "rank", "depth"})
 
     def __init__(self, bits: int, base: int, shift: int | None = None) -> None:
         if shift is None:
@@ -183,6 +187,14 @@ class Swizzle(LayoutLike):
         if f is None:
             raise LayoutError(f"composition({lhs!r}, {self}) is not defined")
         return f(self, lhs)
+
+    def rank(self) -> int:
+        """``rank(Swizzle)``: CuTe's generic ``rank`` of a non-tuple, 1."""
+        return 1
+
+    def depth(self) -> int:
+        """``depth(Swizzle)``: CuTe's generic ``depth`` of a non-tuple, 0."""
+        return 0
 
     def make_layout(self) -> Any:
         """``make_layout(Swizzle)`` (``swizzle_layout.hpp``)."""
