@@ -73,3 +73,50 @@ def cxx_step(p: Any) -> str:
             return "Step<" + ",".join(typ(y) for y in x) + ">"
         return f"Int<{x}>"
     return typ(p) + "{}"
+
+
+def cxx_int(v: Any) -> str:
+    """A static ``Int<v>{}`` or, for a :class:`~threadmap.layout.Dyn`, a dynamic ``int(v)``."""
+    from threadmap.layout import Dyn
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"not an integer: {v!r}")
+    return f"int({int(v)})" if isinstance(v, Dyn) else f"Int<{int(v)}>{{}}"
+
+
+def cxx_tuple(t: Any) -> str:
+    """An int tuple value whose leaves keep their static-ness (``cute::make_tuple(...)``);
+    basis strides become ``Int<v>{} * E<path...>{}``."""
+    from threadmap.layout import ScaledBasis
+    if isinstance(t, tuple):
+        return "cute::make_tuple(" + ",".join(cxx_tuple(x) for x in t) + ")"
+    if isinstance(t, ScaledBasis):
+        return f"({cxx_int(t.value)} * E<{','.join(str(i) for i in t.path)}>{{}})"
+    return cxx_int(t)
+
+
+def cxx_obj(x: Any) -> str:
+    """Any threadmap value as a C++ expression: int tuples, layouts (static or with dynamic
+    leaves), swizzles, composed layouts (``make_composed_layout``), ``_``, tilers."""
+    from threadmap.layout import ComposedLayout, SmemPtrFlag, Swizzle, is_static
+    if isinstance(x, Layout):
+        if is_static(x.shape) and is_static(x.stride) and all(
+                isinstance(v, int) for v in _leaves(x.stride)):
+            return cxx_layout(x)
+        return f"make_layout({cxx_tuple(x.shape)},{cxx_tuple(x.stride)})"
+    if isinstance(x, Swizzle):
+        return f"Swizzle<{x.bits},{x.base},{x.shift}>{{}}"
+    if isinstance(x, ComposedLayout):
+        off = (f"smem_ptr_flag_bits<{x.offset.bits}>{{}}" if isinstance(x.offset, SmemPtrFlag)
+               else cxx_int(x.offset))
+        return f"make_composed_layout({cxx_obj(x.layout_a)},{off},{cxx_obj(x.layout_b)})"
+    if isinstance(x, Underscore):
+        return "_"
+    if isinstance(x, tuple):
+        return "make_tile(" + ",".join(cxx_obj(v) for v in x) + ")"
+    return cxx_int(x)
+
+
+def _leaves(t: Any) -> list[Any]:
+    if isinstance(t, tuple):
+        return [y for x in t for y in _leaves(x)]
+    return [t]

@@ -36,9 +36,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from threadmap.errors import LayoutError
-from threadmap.layout.int_tuple import _ as US
-from threadmap.layout.int_tuple import flatten_to_tuple, product
-from threadmap.layout.layout import (
+from threadmap.layout import (
     Layout,
     composition,
     cosize,
@@ -46,6 +44,8 @@ from threadmap.layout.layout import (
     logical_product,
     size,
 )
+from threadmap.layout import _ as US
+from threadmap.layout.int_tuple import flatten_to_tuple, product
 
 MAX_SIZE = 4096
 

@@ -35,7 +35,7 @@ from threadmap.errors import ThreadMapError
 from threadmap.layout.backend import Sym
 
 # --------------------------------------------------------------------------------------------
-# known values (DESIGN.md, note 004) and the note's claims
+# known values (note 004) and the note's claims
 # --------------------------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from threadmap.layout.printing import print_layout
 
 
 def test_design_known_values() -> None:
-    # DESIGN.md / issue: both were confirmed with the C++ headers (see test_print_layout_matches_cxx)
+    # both were confirmed with the C++ headers (see test_print_layout_matches_cxx)
     assert str(complement(Layout((2, 2), (1, 6)), 24)) == "(3,2):(2,12)"
     assert str(coalesce(Layout((2, (1, 6)), (1, (6, 2))))) == "12:1"
 
@@ -46,7 +46,7 @@ def test_default_strides_give_extent_one_modes_stride_zero() -> None:
     assert str(Layout((4, 1, 2))) == "(4,1,2):(1,0,4)"
 
 
-@pytest.mark.parametrize("bad", [(0, 2), (-1,), (2.5,), ("a",)])
+@pytest.mark.parametrize("bad", [(-1,), (2.5,), ("a",), (True,)])
 def test_non_positive_or_non_integer_shapes_are_rejected(bad: tuple) -> None:
     with pytest.raises(LayoutError, match="shape element"):
         Layout(bad)

@@ -12,6 +12,7 @@ import numpy as np
 import z3
 from hypothesis import HealthCheck, given, settings
 
+import threadmap.layout as tl
 from tests.strategies import (
     build_any,
     build_compact,
@@ -23,13 +24,12 @@ from tests.strategies import (
     seeds,
 )
 from threadmap.errors import LayoutError
-from threadmap.layout import layout as tl
+from threadmap.layout import Layout
 from threadmap.layout.backend import Sym
 from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple
-from threadmap.layout.layout import Layout
 from threadmap.layout.parse import parse
 
-LAWS = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+LAWS = settings(max_examples=1000, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 FEW = settings(LAWS, max_examples=150)
 

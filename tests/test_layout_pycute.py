@@ -20,6 +20,7 @@ import numpy as np
 import pycute as pc
 from hypothesis import HealthCheck, given, settings
 
+import threadmap.layout as tl
 from tests.strategies import (
     build_any,
     build_compact,
@@ -35,13 +36,12 @@ from tests.strategies import (
     seeds,
 )
 from threadmap.errors import LayoutError
-from threadmap.layout import layout as tl
-from threadmap.layout.int_tuple import Underscore, crd2idx, flatten_to_tuple, idx2crd
+from threadmap.layout import Layout, Underscore
+from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple, idx2crd
 from threadmap.layout.int_tuple import depth as it_depth
-from threadmap.layout.layout import Layout
 
 N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "5000"))
-CASES = settings(max_examples=N_CASES, deadline=None, derandomize=True, database=None,
+CASES = settings(max_examples=N_CASES, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 # ----------------------------------------------------------------------------------------------

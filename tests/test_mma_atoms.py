@@ -9,9 +9,8 @@ import pytest
 
 from tests.cxx_oracle import PRELUDE, run_cxx
 from threadmap.errors import AtomError
-from threadmap.layout.int_tuple import product
-from threadmap.layout.layout import size
-from threadmap.layout.mma_atoms import (
+from threadmap.layout import size
+from threadmap.layout.atom.mma_traits import (
     CXX_VALUE_TYPES,
     GMMA_N_VALUES,
     MMA_ATOMS,
@@ -25,6 +24,7 @@ from threadmap.layout.mma_atoms import (
     get_mma_atom,
     gmma_64xN_layout_c,
 )
+from threadmap.layout.int_tuple import product
 
 # ----------------------------------------------------------------------------------------------
 # A tiny parser for CuTe's printed int tuples / layouts, for structural comparison

@@ -18,22 +18,23 @@ from typing import Any
 import pytest
 
 from threadmap.errors import LayoutError, SwizzleError
-from threadmap.layout import Layout, _
-from threadmap.layout.layout import size
-from threadmap.layout.swizzle import (
+from threadmap.layout import (
     GMMA_ELEMENT_BITS,
     ComposedLayout,
+    Layout,
     Swizzle,
+    _,
     composition,
     gmma_layout_atom,
+    size,
 )
 
 try:
     from tests.cxx_gen import cxx_coord, cxx_layout, cxx_tiler
-    from tests.cxx_oracle import run_cxx
+    from tests.cxx_oracle import rejected_by_header, run_cxx
 except ImportError:  # pragma: no cover - run from inside tests/
     from cxx_gen import cxx_coord, cxx_layout, cxx_tiler  # type: ignore[no-redef]
-    from cxx_oracle import run_cxx  # type: ignore[no-redef]
+    from cxx_oracle import rejected_by_header, run_cxx  # type: ignore[no-redef]
 
 SEED = 20250917
 HELPERS = r"""
@@ -120,6 +121,7 @@ class Batch:
         self.expect: list[tuple[str, str]] = []  # (case label, expected line)
         self.kinds: dict[str, int] = {}
         self.skipped = 0
+        self.rejected: dict[str, str] = {}  # case id -> C++ statement that must not compile
 
     def add(self, kind: str, cxx: list[str], lines: list[str]) -> None:
         label = f"{kind}#{self.kinds.get(kind, 0)}"
@@ -131,13 +133,30 @@ class Batch:
     def try_add(self, kind: str, make: Any) -> None:
         try:
             cxx, lines = make()
-        except (LayoutError, SwizzleError):
+        except Rejected as e:
             self.skipped += 1
+            self.rejected[f"rej_{kind}_{self.skipped}"] = (
+                f"{{ auto r = {e.expr}; static_assert(is_layout<decltype(r)>::value || "
+                "is_composed_layout<decltype(r)>::value, \"not a layout\"); }")
             return
+        except (LayoutError, SwizzleError) as e:  # a rejection before the C++ is known
+            raise AssertionError(f"{kind}: rejected without a C++ expression: {e}") from None
         self.add(kind, cxx, lines)
 
 
-def _result_lines(expr: str, res: Any) -> tuple[list[str], list[str]]:
+class Rejected(Exception):
+    """threadmap rejected a case whose C++ expression is ``expr``."""
+
+    def __init__(self, expr: str, err: Exception) -> None:
+        super().__init__(f"{expr}: {err}")
+        self.expr = expr
+
+
+def _result_lines(expr: str, thunk: Any) -> tuple[list[str], list[str]]:
+    try:
+        res = thunk()
+    except (LayoutError, SwizzleError) as e:
+        raise Rejected(expr, e) from None
     cxx = [f"auto r = {expr};", "show(r);"]
     lines = [py_str(res)]
     if isinstance(res, (Layout, ComposedLayout)) and isinstance(
@@ -163,14 +182,14 @@ def build_batch() -> Batch:
         sw = rand_swizzle(rng)
         lay = rand_pow2_layout(rng)
         bt.try_add("sw_o_layout", lambda sw=sw, lay=lay: _result_lines(
-            f"composition({cxx_sw(sw)}, {cxx_layout(lay)})", composition(sw, lay)))
+            f"composition({cxx_sw(sw)}, {cxx_layout(lay)})", lambda: (composition(sw, lay))))
 
     # 3. composition(Layout, Swizzle): make_swizzle of the images of the Y and Z bits
     for _i in range(40):
         sw = rand_swizzle(rng, max_bits=10)
         lay = rand_pow2_layout(rng, max_log=10)
         bt.try_add("layout_o_sw", lambda sw=sw, lay=lay: _result_lines(
-            f"composition({cxx_layout(lay)}, {cxx_sw(sw)})", composition(lay, sw)))
+            f"composition({cxx_layout(lay)}, {cxx_sw(sw)})", lambda: (composition(lay, sw))))
 
     # 4. GMMA shared-memory atoms, every element width, both majors, every swizzle
     for major in ("MN", "K"):
@@ -209,11 +228,11 @@ def _op_case(rng: random.Random, op: str, c: ComposedLayout, lay: Layout) -> tup
     s0 = size(lay.shape[0])
     if op == "get":
         k = rng.randint(0, 1)
-        return _result_lines(f"layout<{k}>({cc})", c.get(k))
+        return _result_lines(f"layout<{k}>({cc})", lambda: (c.get(k)))
     if op == "coalesce":
-        return _result_lines(f"coalesce({cc})", c.coalesce())
+        return _result_lines(f"coalesce({cc})", lambda: (c.coalesce()))
     if op == "filter":
-        return _result_lines(f"filter({cc}, Int<1>{{}})", c.filter(1))  # profile: whole layout
+        return _result_lines(f"filter({cc}, Int<1>{{}})", lambda: (c.filter(1)))  # profile: whole layout
     if op in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product"):
         if rng.random() < 0.5:
             tiler: Any = (1 << rng.randint(0, 2), 1 << rng.randint(0, 2))
@@ -222,7 +241,7 @@ def _op_case(rng: random.Random, op: str, c: ComposedLayout, lay: Layout) -> tup
         if op == "logical_product":
             tiler = Layout(1 << rng.randint(1, 3), 1)
         res = getattr(c, op)(tiler)
-        return _result_lines(f"{op}({cc}, {cxx_tiler(tiler)})", res)
+        return _result_lines(f"{op}({cc}, {cxx_tiler(tiler)})", lambda: (res))
     if op in ("slice", "slice2"):
         crd: Any = (rng.randrange(s0), _) if op == "slice" else (_, rng.randrange(size(lay.shape[1])))
         res, off = c.slice_and_offset(crd)
@@ -234,17 +253,18 @@ def _op_case(rng: random.Random, op: str, c: ComposedLayout, lay: Layout) -> tup
             lines.append(py_tab(res))
         return cxx, lines
     if op == "complement":
-        return _result_lines(f"complement({cc}, Int<{4 * c.size()}>{{}})", c.complement(4 * c.size()))
+        return _result_lines(f"complement({cc}, Int<{4 * c.size()}>{{}})",
+                             lambda: (c.complement(4 * c.size())))
     if op == "right_inverse":
-        return _result_lines(f"right_inverse({cc})", c.right_inverse())
+        return _result_lines(f"right_inverse({cc})", lambda: (c.right_inverse()))
     if op == "left_inverse":
-        return _result_lines(f"left_inverse({cc})", c.left_inverse())
+        return _result_lines(f"left_inverse({cc})", lambda: (c.left_inverse()))
     if op == "compose_tiler":
         t = Layout((2, s0 // 2 if s0 > 1 else 1), (s0 // 2 if s0 > 1 else 1, 1)) if s0 > 1 else Layout(1, 0)
-        return _result_lines(f"composition({cc}, {cxx_layout(t)})", c.compose(t))
+        return _result_lines(f"composition({cc}, {cxx_layout(t)})", lambda: (c.compose(t)))
     if op == "layout_o_composed":
         outer = Layout(1 << 12, 1)
-        return _result_lines(f"composition({cxx_layout(outer)}, {cc})", composition(outer, c))
+        return _result_lines(f"composition({cxx_layout(outer)}, {cc})", lambda: (composition(outer, c)))
     if op == "with_offset":
         off = 1 << rng.randint(11, 14)  # above the codomain: the slice law holds
         co = ComposedLayout(c.layout_a, off, c.layout_b)
@@ -273,6 +293,18 @@ def test_swizzle_matches_cute_headers() -> None:
         mismatches.append(f"line count: C++ {len(got)} vs threadmap {len(exp)}")
     print(f"swizzle oracle: {total} cases {bt.kinds}, {bt.skipped} skipped (rejected by threadmap)")
     assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:30])
+
+
+def test_swizzle_rejections_fail_in_cxx_too() -> None:
+    """Every case threadmap rejects (and the batch skips) fails to compile against the
+    header too, and enough cases are compared that a generator bug cannot empty the batch."""
+    bt = build_batch()
+    assert bt.rejected, "the generator produces no rejected cases: the check would be vacuous"
+    missing = set(bt.rejected) - rejected_by_header(bt.rejected)
+    assert not missing, "threadmap rejects, the header compiles: " + ", ".join(
+        bt.rejected[m] for m in sorted(missing))
+    for kind, n in bt.kinds.items():
+        assert n >= 5, (kind, n)
 
 
 if __name__ == "__main__":  # pragma: no cover

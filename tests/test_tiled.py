@@ -11,18 +11,20 @@ import numpy as np
 import pytest
 
 from threadmap.errors import AtomError
-from threadmap.layout.layout import Layout, Tensor, make_identity_tensor, size
-from threadmap.layout.tiled import (
+from threadmap.layout import (
     SM80_CP_ASYNC_CACHEALWAYS,
     SM80_CP_ASYNC_CACHEGLOBAL,
     AutoVectorizingCopy,
     AutoVectorizingCopyWithAssumedAlignment,
     CopyAtom,
     DefaultCopy,
+    Layout,
+    Tensor,
     UniversalCopy,
     get_copy_op,
     make_compact_layout,
     make_fragment_like,
+    make_identity_tensor,
     make_tiled_copy,
     make_tiled_copy_A,
     make_tiled_copy_C,
@@ -30,6 +32,7 @@ from threadmap.layout.tiled import (
     make_tiled_mma,
     partition_shape_A,
     partition_shape_C,
+    size,
 )
 
 F32_128 = CopyAtom(UniversalCopy("uint128_t"), "float")

@@ -19,24 +19,29 @@ from typing import Any
 
 import pytest
 
-from tests.cxx_oracle import run_cxx
+from tests.cxx_oracle import rejected_by_header, run_cxx
 from threadmap.errors import AtomError
-from threadmap.layout.int_tuple import ArithTuple, Underscore, _
-from threadmap.layout.layout import Layout, Tensor, make_identity_tensor, size
-from threadmap.layout.mma_atoms import get_mma_atom
-from threadmap.layout.parse import parse_layout
-from threadmap.layout.tiled import (
+from threadmap.layout import (
+    ArithTuple,
     CopyAtom,
+    Layout,
+    Tensor,
     TiledCopy,
+    Underscore,
+    _,
     get_copy_op,
     make_compact_layout,
+    make_identity_tensor,
     make_tiled_copy,
     make_tiled_copy_A,
     make_tiled_copy_B,
     make_tiled_copy_C,
     make_tiled_copy_C_atom,
     make_tiled_mma,
+    size,
 )
+from threadmap.layout.atom.mma_traits import get_mma_atom
+from threadmap.layout.parse import parse_layout
 
 SEED = 20240607
 N_COPY = 40
@@ -132,6 +137,10 @@ COPY_OPS = [
 VAL_TYPES = ["float", "half_t", "double", "int8_t", "bfloat16_t"]
 
 
+#: C++ statements of the tiled copies copy_cases() draws and threadmap rejects
+REJECTED_COPIES: dict[str, str] = {}
+
+
 def _src_layout(tiler: tuple[int, ...], k: int) -> Layout:
     m, n = tiler
     return [
@@ -147,6 +156,7 @@ def copy_cases() -> tuple[list[dict[str, Any]], int]:
     cases: list[dict[str, Any]] = []
     rejected = 0
     seen = set()
+    REJECTED_COPIES.clear()
     while len(cases) < N_COPY:
         op, vt = rng.choice(COPY_OPS), rng.choice(VAL_TYPES)
         thr, val = rng.choice(THR_LAYOUTS), rng.choice(VAL_LAYOUTS)
@@ -158,6 +168,9 @@ def copy_cases() -> tuple[list[dict[str, Any]], int]:
             tc = make_tiled_copy(CopyAtom(get_copy_op(op), vt), thr, val)
         except AtomError:
             rejected += 1
+            REJECTED_COPIES[f"rej{rejected}"] = (
+                f"{{ auto t = make_tiled_copy(Copy_Atom<{op}, {vt}>{{}}, {cxx_layout(thr)}{{}}, "
+                f"{cxx_layout(val)}{{}}); print(t); }}")
             continue
         src = _src_layout(tc.tiler_mn, len(cases))
         cases.append({"op": op, "vt": vt, "thr": thr, "val": val, "tc": tc, "src": src})
@@ -353,7 +366,7 @@ def mma_program(cases: list[tuple[int, dict[str, Any]]]) -> tuple[str, dict[str,
         exp[f"M{i}.A_TV"] = str(mma.get_layoutA_TV())
         exp[f"M{i}.B_TV"] = str(mma.get_layoutB_TV())
         exp[f"M{i}.C_TV"] = str(mma.get_layoutC_TV())
-        from threadmap.layout.tiled import partition_shape_C
+        from threadmap.layout import partition_shape_C
 
         exp[f"M{i}.SHC"] = _fmt(partition_shape_C(mma, (2 * tm, tn)))
         ia_t = make_identity_tensor((tm, 2 * tk))
@@ -511,6 +524,16 @@ def test_case_counts(oracle: dict[str, Any]) -> None:
     assert oracle["copy"][2] == N_COPY
     assert oracle["mma"][2] == N_MMA
     assert oracle["mma_copy"][2] == len(MMA_COPY_SPECS)
+
+
+def test_rejected_draws_fail_in_cxx_too() -> None:
+    """Every random tiled copy that threadmap rejects (and copy_cases() therefore drops)
+    fails to compile against the header too."""
+    _cases, rejected = copy_cases()
+    assert rejected >= 3 and len(REJECTED_COPIES) == rejected, rejected
+    missing = set(REJECTED_COPIES) - rejected_by_header(REJECTED_COPIES)
+    assert not missing, "threadmap rejects, the header compiles:\n" + "\n".join(
+        REJECTED_COPIES[m] for m in sorted(missing))
 
 
 def test_illegal_tiled_copies_fail_in_cxx_too() -> None:

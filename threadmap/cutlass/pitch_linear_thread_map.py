@@ -19,7 +19,7 @@ C++ template                                   Python constructor
 ``TransposePitchLinearThreadMap2DThreadTile``  ``(thread_map)``
 =============================================  ===============================================
 
-Conventions (see ``DESIGN.md``):
+Conventions:
 
 * Shapes and coordinates are ``(contiguous, strided)``; :class:`PitchLinearShape` is a
   ``NamedTuple`` so it compares equal to a plain tuple.
@@ -58,7 +58,7 @@ accesses outside the tile.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -82,7 +82,8 @@ __all__ = [
 
 HEADER = "cutlass/transform/pitch_linear_thread_map.h"
 
-V = TypeVar("V")  # int | np.ndarray | Sym: the value type of the one evaluation core
+#: int | np.ndarray | Sym: the value type of the one evaluation core (all support + - * // %)
+V: TypeAlias = Any
 
 
 class PitchLinearShape(NamedTuple):
@@ -92,7 +93,7 @@ class PitchLinearShape(NamedTuple):
     strided: int
 
     @property
-    def count(self) -> int:
+    def count(self) -> int:  # type: ignore[override]  # CUTLASS's kCount, not tuple.count
         """``kCount = kContiguous * kStrided``."""
         return self.contiguous * self.strided
 
@@ -161,6 +162,12 @@ class PitchLinearThreadMap(ABC):
     shape: PitchLinearShape
     threads: int
     elements_per_access: int
+
+    def __new__(cls, *args: Any, **kw: Any) -> Any:
+        if getattr(cls, "__abstractmethods__", None):
+            raise ThreadMapError(f"{cls.__name__} is the abstract interface of the thread maps; "
+                                 f"use one of {', '.join(THREAD_MAPS)}")
+        return super().__new__(cls)
     thread_access_shape: PitchLinearShape
     iterations: PitchLinearShape
     delta: PitchLinearShape

@@ -1,46 +1,139 @@
 """The CuTe layout algebra: int tuples, layouts, swizzles, tensors, copy and MMA atoms,
 tiled copies and MMAs, parsing and printing.
 
-Everything the rest of threadmap uses is importable from this package; the modules
-inside mirror CuTe's headers.
+Everything the rest of threadmap uses is importable from this package.  The modules
+inside mirror CuTe's headers::
+
+    integral_constant  static vs dynamic integers (Dyn)       numeric/integral_constant.hpp
+    underscore         _ and slice/dice of int tuples         underscore.hpp
+    int_tuple          int tuples                             int_tuple.hpp, stride.hpp
+    arithmetic_tuple   ScaledBasis, ArithTuple                numeric/arithmetic_tuple.hpp
+    dispatch           how free functions reach Swizzle/ComposedLayout
+    layout             Layout and its algebra                 layout.hpp
+    tensor             Tensor, local_tile, local_partition    tensor_impl.hpp
+    swizzle            Swizzle, make_swizzle                  swizzle.hpp
+    pointer_flagged    smem_ptr_flag_bits                     pointer_flagged.hpp
+    layout_composed    ComposedLayout                         layout_composed.hpp
+    swizzle_layout     swizzle o layout overloads             swizzle_layout.hpp
+    atom.copy_traits   copy operations                        atom/copy_traits*.hpp
+    atom.copy_atom     CopyAtom, TiledCopy, ThrCopy           atom/copy_atom.hpp
+    atom.mma_traits    MMA atoms                              atom/mma_traits*.hpp
+    atom.mma_atom      TiledMMA, ThrMMA                       atom/mma_atom.hpp
+    atom.mma_traits_sm90_gmma  GMMA smem layout atoms         atom/mma_traits_sm90_gmma.hpp
+    parse, calculator, printing, table, backend: threadmap's own (text, CLI, evaluation)
+    tiled, mma_atoms: the former module names, re-exporting atom.*
+
+Import order matters only in one direction: no module imports a later one, and
+``swizzle_layout`` registers its overloads when this package is imported.
 """
 
+from threadmap.layout import mma_atoms, tiled  # noqa: F401  (former module names)
+from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
+from threadmap.layout.atom.copy_atom import (
+    CopyAtom,
+    ThrCopy,
+    TiledCopy,
+    make_tiled_copy,
+    make_tiled_copy_A,
+    make_tiled_copy_B,
+    make_tiled_copy_C,
+    make_tiled_copy_C_atom,
+    make_tiled_copy_D,
+    make_tiled_copy_impl,
+    make_tiled_copy_S,
+)
+from threadmap.layout.atom.copy_traits import (
+    COPY_OPS,
+    CXX_TYPE_BITS,
+    SM80_CP_ASYNC_CACHEALWAYS,
+    SM80_CP_ASYNC_CACHEALWAYS_ZFILL,
+    SM80_CP_ASYNC_CACHEGLOBAL,
+    SM80_CP_ASYNC_CACHEGLOBAL_ZFILL,
+    AutoVectorizingCopy,
+    AutoVectorizingCopyWithAssumedAlignment,
+    CopyOp,
+    DefaultCopy,
+    UniversalCopy,
+    get_copy_op,
+    type_bits,
+)
+from threadmap.layout.atom.mma_atom import (
+    ThrMMA,
+    TiledMMA,
+    make_tiled_mma,
+    partition_shape_A,
+    partition_shape_B,
+    partition_shape_C,
+)
+from threadmap.layout.atom.mma_traits import MMA_ATOMS, MMAAtom, get_mma_atom, mma_atom_names
+from threadmap.layout.atom.mma_traits_sm90_gmma import (
+    GMMA_ELEMENT_BITS,
+    GMMA_LAYOUT_ATOMS,
+    gmma_layout_atom,
+    gmma_layout_atom_bits,
+)
+from threadmap.layout.atom.tile_ops import make_compact_layout
 from threadmap.layout.backend import Sym
 from threadmap.layout.backend import select as select_value
 from threadmap.layout.int_tuple import (
-    ArithTuple,
-    ScaledBasis,
-    Underscore,
-    _,
+    MAX_DEPTH,
+    compatible,
+    congruent,
+    crd2crd,
     crd2idx,
+    elem_less,
     flatten_to_tuple,
     idx2crd,
+    inner_product,
     product,
     product_each,
+    replace,
+    safe_div,
+    shape_div,
+    shape_mod,
+    tuple_max,
+    unflatten,
+    weakly_congruent,
 )
+from threadmap.layout.integral_constant import Dyn, as_dynamic, as_static, is_static
 from threadmap.layout.layout import *  # noqa: F401,F403
 from threadmap.layout.layout import __all__ as _layout_all
-from threadmap.layout.layout import tuple_str
-from threadmap.layout.mma_atoms import MMAAtom, get_mma_atom, mma_atom_names
+from threadmap.layout.layout import coalesce_x, exchange_sort_order, tuple_str
+from threadmap.layout.layout_composed import ComposedLayout, composition3, make_composed_layout
 from threadmap.layout.parse import parse, parse_int_tuple, parse_layout
+from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.printing import layout_grid, num_digits, print_layout
-from threadmap.layout.swizzle import ComposedLayout, SmemPtrFlag, Swizzle, make_swizzle
-from threadmap.layout.tiled import (
-    CopyAtom,
-    CopyOp,
-    ThrCopy,
-    ThrMMA,
-    TiledCopy,
-    TiledMMA,
-    get_copy_op,
-    make_tiled_copy,
-    make_tiled_mma,
-    type_bits,
+from threadmap.layout.swizzle import Swizzle, make_swizzle
+from threadmap.layout.swizzle_layout import make_layout_from_swizzle, swizzled_logical_product
+from threadmap.layout.table import fast_table
+from threadmap.layout.tensor import (
+    Tensor,
+    inner_partition,
+    local_partition,
+    local_tile,
+    make_identity_tensor,
+    make_tensor,
+    outer_partition,
 )
 
-__all__ = [*_layout_all, "Underscore", "_", "Sym", "select_value", "ArithTuple", "ScaledBasis", "crd2idx",
-           "idx2crd", "flatten_to_tuple", "product", "product_each", "tuple_str", "parse",
-           "parse_int_tuple", "parse_layout", "layout_grid", "num_digits", "print_layout",
-           "ComposedLayout", "SmemPtrFlag", "Swizzle", "make_swizzle", "MMAAtom", "get_mma_atom",
-           "mma_atom_names", "CopyAtom", "CopyOp", "ThrCopy", "ThrMMA", "TiledCopy", "TiledMMA",
-           "get_copy_op", "make_tiled_copy", "make_tiled_mma", "type_bits"]
+__all__ = [*_layout_all, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
+           "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
+           "inner_product", "shape_div", "shape_mod", "safe_div", "tuple_max", "unflatten",
+           "replace", "compatible", "congruent", "weakly_congruent", "elem_less", "MAX_DEPTH",
+           "Dyn", "as_dynamic", "as_static", "is_static", "exchange_sort_order", "coalesce_x", "tuple_str",
+           "parse", "parse_int_tuple", "parse_layout", "layout_grid", "num_digits",
+           "print_layout", "ComposedLayout", "composition3", "make_composed_layout",
+           "SmemPtrFlag", "Swizzle", "make_swizzle", "make_layout_from_swizzle",
+           "swizzled_logical_product", "Tensor", "make_tensor", "make_identity_tensor",
+           "local_tile", "local_partition", "inner_partition", "outer_partition", "MMAAtom",
+           "MMA_ATOMS", "get_mma_atom", "mma_atom_names", "CopyAtom", "CopyOp", "COPY_OPS",
+           "ThrCopy", "ThrMMA", "TiledCopy", "TiledMMA", "get_copy_op", "make_tiled_copy",
+           "make_tiled_copy_impl", "make_tiled_copy_A", "make_tiled_copy_B",
+           "make_tiled_copy_C", "make_tiled_copy_C_atom", "make_tiled_copy_S",
+           "make_tiled_copy_D", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
+           "partition_shape_C", "type_bits", "GMMA_LAYOUT_ATOMS", "gmma_layout_atom",
+           "gmma_layout_atom_bits", "GMMA_ELEMENT_BITS", "make_compact_layout", "fast_table",
+           "CXX_TYPE_BITS", "UniversalCopy", "SM80_CP_ASYNC_CACHEALWAYS",
+           "SM80_CP_ASYNC_CACHEALWAYS_ZFILL", "SM80_CP_ASYNC_CACHEGLOBAL",
+           "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL", "AutoVectorizingCopy",
+           "AutoVectorizingCopyWithAssumedAlignment", "DefaultCopy"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 try:  # z3 is a hard dependency, but keep import errors readable
-    import z3
+    import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 except ImportError as exc:  # pragma: no cover
     raise ImportError("threadmap needs z3-solver: pip install z3-solver") from exc
 

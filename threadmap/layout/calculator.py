@@ -1,8 +1,12 @@
-"""The CuTe layout calculator behind ``threadmap layout``: operations applied left to right.
+"""The CuTe layout calculator behind ``threadmap layout``: operations applied left to right,
+or written as C++ function calls.
 
 ``run_layout(["(2,2):(1,6)", "complement", "24"])`` parses the first token as a layout and
 applies each operation (a CuTe function name, with its argument when it takes one) to the
-result of the previous one.  Every error is a :class:`threadmap.errors.ThreadmapError`.
+result of the previous one.  The first token may also be a function-call expression of
+any operation (``run_layout(["logical_divide((4,8):(8,1), (2,4))"])``), nested freely, in
+the grammar of :mod:`threadmap.layout.parse` with :data:`FUNCTIONS` as its function table.
+Every error is a :class:`threadmap.errors.ThreadmapError`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.layout import layout as L
-from threadmap.layout.parse import parse_int_tuple, parse_layout
+from threadmap.layout.parse import CONSTRUCTORS, _as_fn, parse_int_tuple, parse_layout, run_parser
 
 #: largest table ``table`` prints
 MAX_TABLE = 1 << 20
@@ -87,6 +91,9 @@ OPS: dict[str, Op] = {op.name: op for op in [
     Op("flat_product", 1, L.flat_product),
     Op("blocked_product", 1, L.blocked_product, _layout_arg),
     Op("raked_product", 1, L.raked_product, _layout_arg),
+    Op("upcast", 1, L.upcast, _int_arg, "upcast N"),
+    Op("downcast", 1, L.downcast, _int_arg, "downcast N"),
+    Op("nullspace", 0, L.nullspace),
     Op("get", 1, lambda x, i: L.get(x, i), _int_arg, "get MODE"),
     Op("eval", 1, lambda x, c: x(c), parse_int_tuple, "eval COORD|INDEX"),
     Op("table", 0, _table, help="offsets of every index"),
@@ -94,9 +101,63 @@ OPS: dict[str, Op] = {op.name: op for op in [
 ]}
 
 
+def _on_layout(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` with its first argument read as a layout (a bare shape is column-major)."""
+    return lambda x, *args: f(_as_fn(x), *args)
+
+
+#: the functions a calculator expression may call: the constructors of the layout grammar
+#: and every algebra operation, with the C++ argument order
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
+    **CONSTRUCTORS,
+    **{name: (getattr(L, name), 1, 1) for name in ("size", "cosize", "rank", "depth", "shape")},
+    "stride": (_on_layout(L.stride), 1, 1),
+    "flatten": (_on_layout(L.flatten_layout), 1, 1),
+    "coalesce": (_on_layout(L.coalesce), 1, 2),
+    "filter": (_on_layout(L.filter), 1, 2),
+    "complement": (_on_layout(L.complement), 1, 2),
+    "right_inverse": (_on_layout(L.right_inverse), 1, 1),
+    "left_inverse": (_on_layout(L.left_inverse), 1, 1),
+    "nullspace": (_on_layout(L.nullspace), 1, 1),
+    **{name: (_on_layout(getattr(L, name)), 2, 2) for name in (
+        "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
+        "zipped_product", "tiled_product", "flat_product", "tile_unzip", "max_common_layout",
+        "max_common_vector")},
+    "blocked_product": (lambda a, b: L.blocked_product(_as_fn(a), _as_fn(b)), 2, 2),
+    "raked_product": (lambda a, b: L.raked_product(_as_fn(a), _as_fn(b)), 2, 2),
+    "upcast": (_on_layout(L.upcast), 2, 2),
+    "downcast": (_on_layout(L.downcast), 2, 2),
+    "recast_layout": (_on_layout(L.recast_layout), 3, 3),
+    "get": (_on_layout(L.get), 2, 65),
+    "select": (_on_layout(L.select), 1, 65),
+    "take": (_on_layout(L.take), 3, 3),
+    "group": (_on_layout(L.group), 3, 3),
+    "append": (_on_layout(L.append), 1, 2),
+    "prepend": (_on_layout(L.prepend), 1, 2),
+    "slice": (lambda c, x: L.slice_(c, _as_fn(x)), 2, 2),
+    "dice": (lambda c, x: L.dice(c, _as_fn(x)), 2, 2),
+    "make_ordered_layout": (L.make_ordered_layout, 2, 2),
+    "make_identity_layout": (L.make_identity_layout, 1, 1),
+    "make_layout_like": (_on_layout(L.make_layout_like), 1, 1),
+    "make_fragment_like": (_on_layout(L.make_fragment_like), 1, 1),
+}
+
+
+def _is_call(text: str) -> bool:
+    head = text.lstrip().split("(", 1)[0].strip()
+    return head.isidentifier() and head in FUNCTIONS
+
+
 def run_layout(tokens: list[str]) -> list[tuple[str, Any]]:
-    """Apply the operations in ``tokens[1:]`` to ``tokens[0]``; returns (step, value) pairs."""
-    cur: Any = parse_layout(tokens[0])
+    """Apply the operations in ``tokens[1:]`` to ``tokens[0]``; returns (step, value) pairs.
+
+    ``tokens[0]`` is a layout, or an expression calling any of :data:`FUNCTIONS`."""
+    if not tokens:
+        raise ThreadmapError("no layout given")
+    cur: Any = run_parser(tokens[0], None, "expression", functions=FUNCTIONS)
+    if isinstance(cur, (tuple, int)) and not isinstance(cur, bool) and \
+            (len(tokens) > 1 or not _is_call(tokens[0])):
+        cur = parse_layout(tokens[0])  # a bare shape is a (column-major) layout
     steps: list[tuple[str, Any]] = [("input", cur)]
     i = 1
     while i < len(tokens):

@@ -1,9 +1,14 @@
 """CuTe hierarchical integer tuples (``cute/int_tuple.hpp``, ``cute/stride.hpp``).
 
 An *IntTuple* is a Python ``int`` or a (possibly nested) ``tuple`` of IntTuples.  Strides
-may also hold :class:`ScaledBasis` elements (``E<i>`` in CuTe), which make layouts whose
-values are coordinates (identity layouts).  Coordinates are colexicographic: the left-most
-mode varies fastest.
+may also hold :class:`~threadmap.layout.arithmetic_tuple.ScaledBasis` elements (``E<i>`` in
+CuTe), which make layouts whose values are coordinates (identity layouts).  Coordinates are
+colexicographic: the left-most mode varies fastest.  Integers are static unless they are
+:class:`~threadmap.layout.integral_constant.Dyn` (see that module).
+
+Nesting is bounded: every function here raises :class:`~threadmap.errors.LayoutError` for a
+tuple nested deeper than :data:`MAX_DEPTH` (64) levels instead of exhausting Python's
+recursion limit.
 
 The functions :func:`crd2idx` and :func:`idx2crd` are part of the single evaluation core:
 they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy arrays and
@@ -12,130 +17,87 @@ they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from functools import reduce
-from typing import Any, Union
+from math import gcd
+from typing import Any
 
 import numpy as np
 
 from threadmap.errors import LayoutError
+from threadmap.layout.integral_constant import Dyn, is_constant
 
-IntTuple = Union[int, "ScaledBasis", tuple]
+IntTuple = Any  # int | tuple of IntTuples (strides may hold ScaledBasis)
 
-
-class Underscore:
-    """CuTe's ``_``: keeps a mode when slicing, or means "all" in a tiler."""
-
-    _inst: Underscore | None = None
-
-    def __new__(cls) -> Underscore:
-        if cls._inst is None:
-            cls._inst = super().__new__(cls)
-        return cls._inst
-
-    def __repr__(self) -> str:
-        return "_"
+#: deepest nesting any int tuple / layout may have
+MAX_DEPTH = 64
 
 
-_ = Underscore()
+def check_depth(t: Any, what: str = "int tuple") -> None:
+    """Raise LayoutError when ``t`` nests deeper than :data:`MAX_DEPTH` (iterative walk)."""
+    if not isinstance(t, tuple):
+        return
+    stack: list[tuple[Any, int]] = [(t, 1)]
+    while stack:
+        x, d = stack.pop()
+        if d > MAX_DEPTH:
+            raise LayoutError(f"{what} nested deeper than {MAX_DEPTH} levels")
+        stack.extend((y, d + 1) for y in x if isinstance(y, tuple))
 
 
-# --------------------------------------------------------------------------- ScaledBasis
-class ScaledBasis:
-    """``value @ path``: the basis element ``E<path...>`` scaled by ``value`` (CuTe ScaledBasis).
-
-    ``path`` lists mode indices from the outermost to the innermost.  It is printed as CuTe
-    does, innermost first: ``E<0,1>`` scaled by 3 prints ``3@1@0``.
-    Law: ``ScaledBasis(v, p) * k == ScaledBasis(v * k, p)``, and sums of bases with
-    distinct paths form :class:`ArithTuple` coordinates.
-    """
-
-    __slots__ = ("value", "path")
-    __array_ufunc__ = None  # numpy defers to our reflected operators (array + E -> E.__radd__)
-
-    def __init__(self, value: Any, path: tuple[int, ...]) -> None:
-        self.value = value
-        self.path = tuple(path)
-
-    def __mul__(self, k: Any) -> ScaledBasis:
-        if isinstance(k, ScaledBasis):
-            raise LayoutError("cannot multiply two basis elements")
-        return ScaledBasis(self.value * k, self.path)
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, k: int) -> ScaledBasis:
-        return ScaledBasis(self.value // k, self.path)
-
-    def __add__(self, o: Any) -> Any:
-        return ArithTuple.of(self) + o
-
-    __radd__ = __add__
-
-    def __eq__(self, o: object) -> bool:
-        return isinstance(o, ScaledBasis) and o.path == self.path and _eq_val(o.value, self.value)
-
-    def __hash__(self) -> int:
-        return hash(("E", self.path, self.value if isinstance(self.value, int) else id(self)))
-
-    def __repr__(self) -> str:
-        return str(self.value) + "".join(f"@{i}" for i in reversed(self.path))
+def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Check the nesting depth of the tuple arguments before recursing into them."""
+    @functools.wraps(f)
+    def g(*args: Any, **kw: Any) -> Any:
+        for a in args:
+            if isinstance(a, tuple):
+                check_depth(a)
+        return f(*args, **kw)
+    return g
 
 
-def _eq_val(a: Any, b: Any) -> bool:
-    r = a == b
-    return bool(np.all(r)) if isinstance(r, np.ndarray) else bool(r)
+def _leaf_ok(x: Any, kind: str) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return kind == "crd" or bool(-(1 << 63) <= x < 1 << 63)  # CuTe's ints are 64-bit
+    if kind == "stride":
+        from threadmap.layout.arithmetic_tuple import ScaledBasis
+        return isinstance(x, ScaledBasis)
+    if kind == "crd":
+        from threadmap.layout.backend import Sym
+        return isinstance(x, Sym) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
+    return False
 
 
-class ArithTuple:
-    """A coordinate produced by an identity layout: a sparse map path -> value.
+_KIND_NAMES = {"int": "an integer", "stride": "an integer or a basis stride",
+               "crd": "an integer coordinate (int, integer array or Sym)"}
 
-    ``to_tuple(profile)`` expands it to a nested tuple congruent with ``profile``.
-    """
 
-    __slots__ = ("terms",)
-    __array_ufunc__ = None  # numpy defers to our reflected operators
+def _checked(*kinds: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Validate the positional arguments: kind ``int`` (int tuples), ``stride`` (ints or
+    basis strides), ``crd`` (ints, integer arrays, Sym) or ``any`` (depth only), so garbage
+    raises LayoutError before any arithmetic."""
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def g(*args: Any, **kw: Any) -> Any:
+            for a, kind in zip(args, kinds):
+                check_int_tuple(a, kind, f.__name__)
+            return f(*args, **kw)
+        return g
+    return deco
 
-    def __init__(self, terms: dict[tuple[int, ...], Any]) -> None:
-        self.terms = terms
 
-    @staticmethod
-    def of(x: Any) -> ArithTuple:
-        if isinstance(x, ArithTuple):
-            return x
-        if isinstance(x, ScaledBasis):
-            return ArithTuple({x.path: x.value})
-        return ArithTuple({(): x})
-
-    def __add__(self, o: Any) -> ArithTuple:
-        terms = dict(self.terms)
-        for p, v in ArithTuple.of(o).terms.items():
-            terms[p] = terms[p] + v if p in terms else v
-        return ArithTuple(terms)
-
-    __radd__ = __add__
-
-    def __getitem__(self, i: int) -> Any:
-        """Component along basis path ``(i,)`` (or the sum of deeper paths under it)."""
-        return self.get((i,))
-
-    def get(self, path: tuple[int, ...]) -> Any:
-        acc: Any = 0
-        for p, v in self.terms.items():
-            if p[: len(path)] == tuple(path):
-                acc = acc + v
-        return acc
-
-    def to_tuple(self, profile: Any) -> Any:
-        def rec(prof: Any, path: tuple[int, ...]) -> Any:
-            if isinstance(prof, tuple):
-                return tuple(rec(s, path + (i,)) for i, s in enumerate(prof))
-            return self.terms.get(path, 0)
-
-        return rec(profile, ())
-
-    def __repr__(self) -> str:
-        return f"ArithTuple({self.terms})"
+def check_int_tuple(t: Any, kind: str = "int", what: str = "int tuple") -> None:
+    """Raise LayoutError unless ``t`` is an int tuple of the given leaf ``kind`` (see
+    :func:`_checked`) nested at most :data:`MAX_DEPTH` levels."""
+    if kind == "any":
+        if isinstance(t, tuple):
+            check_depth(t, what)
+        return
+    for x in flatten_to_tuple(t):
+        if not _leaf_ok(x, kind):
+            raise LayoutError(f"{what}: {x!r} is not {_KIND_NAMES[kind]}")
 
 
 # --------------------------------------------------------------------------- predicates
@@ -158,44 +120,78 @@ def rank(t: IntTuple) -> int:
 
 
 def depth(t: IntTuple) -> int:
-    """Nesting depth: 0 for an integer, 1 + max depth of the modes for a tuple."""
-    if isinstance(t, tuple):
-        return 1 + max((depth(x) for x in t), default=0)
-    return 0
+    """Nesting depth: 0 for an integer, 1 + max depth of the modes for a tuple (iterative)."""
+    best = 0
+    stack: list[tuple[Any, int]] = [(t, 0)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, tuple):
+            d += 1
+            if d > MAX_DEPTH:
+                raise LayoutError(f"int tuple nested deeper than {MAX_DEPTH} levels")
+            best = max(best, d)
+            stack.extend((y, d) for y in x)
+    return best
+
+
+def flatten_to_tuple(t: IntTuple) -> tuple:
+    """The leaves of ``t`` left to right (iterative; ``t`` itself wrapped if a leaf)."""
+    if not isinstance(t, tuple):
+        return (t,)
+    if all(not isinstance(x, tuple) for x in t):
+        return t
+    out: list[Any] = []
+    stack: list[Any] = [iter(t)]
+    while stack:
+        for x in stack[-1]:
+            if isinstance(x, tuple):
+                if len(stack) >= MAX_DEPTH:
+                    raise LayoutError(f"int tuple nested deeper than {MAX_DEPTH} levels")
+                stack.append(iter(x))
+                break
+            out.append(x)
+        else:
+            stack.pop()
+    return tuple(out)
 
 
 def flatten(t: IntTuple) -> IntTuple:
     """Flatten to a depth-<=1 tuple (an integer stays an integer)."""
-    if isinstance(t, tuple):
-        return tuple(x for m in t for x in (flatten(m) if isinstance(m, tuple) else (m,)))
-    return t
+    return flatten_to_tuple(t) if isinstance(t, tuple) else t
 
 
-def flatten_to_tuple(t: IntTuple) -> tuple:
-    f = flatten(t)
-    return f if isinstance(f, tuple) else (f,)
+def _product(t: IntTuple) -> Any:
+    """Product of all leaves (1 for the empty tuple); static unless a leaf is dynamic."""
+    acc: Any = 1
+    for x in flatten_to_tuple(t):
+        acc = acc * x
+    return acc
 
 
-def product(t: IntTuple) -> int:
-    """Product of all leaves (1 for the empty tuple)."""
-    if isinstance(t, tuple):
-        return reduce(lambda a, b: a * b, (product(x) for x in t), 1)
-    return t  # type: ignore[return-value]
+product = _checked("int")(_product)
 
 
 size = product
 
 
-def product_each(t: IntTuple) -> tuple:
+def _product_each(t: IntTuple) -> tuple:
     """Product of each top-level mode; an integer is wrapped first (``product_each(12) ==
     (12,)``), as ``transform(wrap(t), product)`` does in the header."""
-    return tuple(product(x) for x in wrap(t))
+    return tuple(_product(x) for x in wrap(t))
 
 
-def sum_(t: IntTuple) -> int:
-    if isinstance(t, tuple):
-        return sum(sum_(x) for x in t)
-    return t  # type: ignore[return-value]
+product_each = _checked("int")(_product_each)
+
+
+def _sum_(t: IntTuple) -> Any:
+    """``sum(t)``: the sum of the leaves."""
+    acc: Any = 0
+    for x in flatten_to_tuple(t):
+        acc = acc + x
+    return acc
+
+
+sum_ = _checked("stride")(_sum_)
 
 
 def unwrap(t: IntTuple) -> IntTuple:
@@ -209,127 +205,324 @@ def wrap(t: IntTuple) -> tuple:
     return t if isinstance(t, tuple) else (t,)
 
 
-def transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
+def _transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
     if isinstance(t, tuple):
-        return tuple(transform_leaf(x, f) for x in t)
+        return tuple(_transform_leaf(x, f) for x in t)
     return f(t)
 
 
-def congruent(a: Any, b: Any) -> bool:
+transform_leaf = _bounded(_transform_leaf)
+
+
+def _congruent(a: Any, b: Any) -> bool:
     """Same tree structure (profile)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
     return not isinstance(a, tuple) and not isinstance(b, tuple)
 
 
-def weakly_congruent(a: Any, b: Any) -> bool:
+congruent = _bounded(_congruent)
+
+
+def _weakly_congruent(a: Any, b: Any) -> bool:
     """``a`` is a coarsening of ``b``: where ``a`` has a leaf, ``b`` may have a subtree."""
     if not isinstance(a, tuple):
         return True
     if not isinstance(b, tuple):
         return False
-    return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_weakly_congruent(x, y) for x, y in zip(a, b))
 
 
-def repeat_like(t: Any, x: Any) -> Any:
-    return tuple(repeat_like(m, x) for m in t) if isinstance(t, tuple) else x
+weakly_congruent = _bounded(_weakly_congruent)
 
 
-def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
+def _compatible(a: Any, b: Any) -> bool:
+    """``compatible(A, B)``: ``size(A) == size(B)`` and every coordinate of ``A`` is one of
+    ``B`` (at each leaf of ``A``, the size of ``B``'s subtree equals it).
+
+    Law: a partial order; ``compatible(a, b)`` implies ``product(a) == product(b)``.
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))
+    if not isinstance(a, tuple):
+        return bool(a == _product(b))
+    return False
+
+
+compatible = _checked("int", "int")(_compatible)
+
+
+def _repeat_like(t: Any, x: Any) -> Any:
+    return tuple(_repeat_like(m, x) for m in t) if isinstance(t, tuple) else x
+
+
+repeat_like = _bounded(_repeat_like)
+
+
+def _check_divisor(b: Any, what: str) -> None:
+    if not isinstance(b, tuple) and b == 0:
+        raise LayoutError(f"{what}: division by zero")
+
+
+def _ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe ``ceil_div``: elementwise for tuple/tuple (missing modes of ``b`` are 1); for
-    tuple/int the divisor is consumed mode by mode from the left."""
+    tuple/int the divisor is consumed mode by mode from the left.
+
+    Law: for integers ``ceil_div(a, b) * b >= a > (_ceil_div(a, b) - 1) * b`` (``b > 0``).
+    """
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) < len(b):
                 raise LayoutError(f"ceil_div: rank of {b} exceeds rank of {a}")
             bb = b + (1,) * (len(a) - len(b))
-            return tuple(ceil_div(x, y) for x, y in zip(a, bb))
+            return tuple(_ceil_div(x, y) for x, y in zip(a, bb))
         out = []
         rest: IntTuple = b
         for ai in a:
-            out.append(ceil_div(ai, rest))
-            rest = ceil_div(rest, ai)
+            out.append(_ceil_div(ai, rest))
+            rest = _ceil_div(rest, ai)
         return tuple(out)
     if isinstance(b, tuple):
-        return ceil_div(a, product(b))
-    return (a + b - 1) // b  # type: ignore[operator]
+        return _ceil_div(a, _product(b))
+    _check_divisor(b, "ceil_div")
+    return (a + b - 1) // b
 
 
-def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
-    """CuTe ``shape_div``: like ``ceil_div`` but requires ``a | b`` or ``b | a`` at the leaves."""
+ceil_div = _checked("int", "int")(_ceil_div)
+
+
+def _shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
+    """CuTe ``shape_div``: like ``ceil_div`` but requires ``a | b`` or ``b | a`` at the leaves
+    (static values; dynamic ones are not checked, as in the header)."""
     if isinstance(a, tuple):
         if isinstance(b, tuple):
             if len(a) != len(b):
                 raise LayoutError(f"shape_div: mismatched ranks {a} and {b}")
-            return tuple(shape_div(x, y) for x, y in zip(a, b))
+            return tuple(_shape_div(x, y) for x, y in zip(a, b))
         out = []
         rest: IntTuple = b
         for ai in a:
-            out.append(shape_div(ai, rest))
+            out.append(_shape_div(ai, rest))
+            rest = _shape_div(rest, ai)
+        return tuple(out)
+    if isinstance(b, tuple):
+        return _shape_div(a, _product(b))
+    _check_divisor(b, "shape_div")
+    if not isinstance(a, Dyn) and not isinstance(b, Dyn) and a != 0 and a % b != 0 and b % a != 0:
+        raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
+    return (a + b - 1) // b
+
+
+shape_div = _checked("int", "int")(_shape_div)
+
+
+def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
+    """``shape_mod(a, b)`` (CuTe 3.x ``int_tuple.hpp``; not in the 4.x headers): the part of
+    ``a`` that ``b`` does not consume.  Integers: ``gcd(a, b)``; tuple/tuple elementwise;
+    tuple/int folds ``b`` across the modes from the left (``shape_mod(ai, rest)``, then
+    ``rest = shape_div(rest, ai)``); int/tuple uses ``product(b)``.
+
+    Law: for integers ``shape_mod(a, b)`` divides both ``a`` and ``b``, and for
+    tuple/int ``product(shape_mod(a, b)) * product(shape_div(a, b)) == product(a)`` when
+    ``b`` divides ``product(a)`` along the fold.
+    """
+    if isinstance(a, tuple):
+        if isinstance(b, tuple):
+            if len(a) != len(b):
+                raise LayoutError(f"shape_mod: mismatched ranks {a} and {b}")
+            return tuple(_shape_mod(x, y) for x, y in zip(a, b))
+        out = []
+        rest: IntTuple = b
+        for ai in a:
+            out.append(_shape_mod(ai, rest))
             rest = shape_div(rest, ai)
         return tuple(out)
     if isinstance(b, tuple):
-        return shape_div(a, product(b))
-    if a % b != 0 and b % a != 0:  # type: ignore[operator]
-        raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
-    return (a + b - 1) // b  # type: ignore[operator]
+        return _shape_mod(a, _product(b))
+    if not is_int(a) or not is_int(b):
+        raise LayoutError(f"shape_mod: {a!r} and {b!r} must be integers")
+    if a % b if b else 0:
+        if b % a if a else 0:
+            raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
+    return gcd(int(a), int(b))
 
 
-def prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
+shape_mod = _checked("int", "int")(_shape_mod)
+
+
+def safe_div(a: Any, b: Any) -> Any:
+    """``safe_div(a, b)``: ``a / b`` where ``b`` must divide ``a`` when both are static (the
+    header's static_assert ``t % u == 0``); with a dynamic operand the quotient is taken
+    unchecked, as the header does (C++ truncation).
+
+    Law: ``safe_div(a, b) * b == a`` for static ``a``, ``b`` with ``b | a``.
+    """
+    if not is_int(a) or not is_int(b):
+        raise LayoutError(f"safe_div: {a!r} and {b!r} must be integers")
+    if b == 0:
+        raise LayoutError("safe_div: division by zero")
+    if isinstance(a, Dyn) or isinstance(b, Dyn):
+        q = abs(int(a)) // abs(int(b))
+        q = q if (a < 0) == (b < 0) else -q
+        return Dyn(q)
+    if a % b != 0:
+        raise LayoutError(f"Static safe_div requires t % u == 0 ({a} % {b} != 0)")
+    return a // b
+
+
+def _tuple_max(t: IntTuple) -> Any:
+    """``max(t)`` of ``cute/int_tuple.hpp`` (pycute's ``tuple_max``): the largest leaf.
+
+    Law: ``tuple_max(t) >= x`` for every leaf ``x`` of ``t`` and equals one of them.
+    """
+    leaves = flatten_to_tuple(t)
+    if not leaves:
+        raise LayoutError("max of an empty tuple")
+    return max(leaves)
+
+
+tuple_max = _checked("int")(_tuple_max)
+
+
+def _inner_product(a: IntTuple, b: IntTuple) -> Any:
+    """``inner_product(a, b)``: ``sum_k a_k * b_k`` over congruent leaves (the header's
+    ``static_assert`` on mismatched ranks raises LayoutError here).
+
+    Law: ``inner_product(c, stride) == crd2idx(c, shape, stride)`` for a coordinate ``c``
+    congruent with ``shape``.
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        if len(a) != len(b):
+            raise LayoutError(f"inner_product: mismatched ranks {a} and {b}")
+        acc: Any = 0
+        for x, y in zip(a, b):
+            acc = acc + _inner_product(x, y)
+        return acc
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise LayoutError(f"inner_product: {a} and {b} are not congruent")
+    return a * b
+
+
+inner_product = _checked("stride", "stride")(_inner_product)
+
+
+def unflatten(flat: Any, profile: Any) -> Any:
+    """``unflatten(flat_tuple, target_profile)``: the leaves of ``flat`` regrouped as
+    ``profile`` (the header asserts that exactly all leaves are consumed).
+
+    Law: ``flatten(unflatten(t, p)) == flatten(t)`` and ``congruent(unflatten(t, p), p)``.
+    """
+    check_depth(profile)
+    check_int_tuple(flat, "any", "unflatten")
+    leaves = wrap(flat)
+    n_prof = len(flatten_to_tuple(profile))
+    if len(leaves) != n_prof:
+        raise LayoutError(f"unflatten: {len(leaves)} values for a profile of {n_prof} leaves")
+    it = iter(leaves)
+
+    def rec(p: Any) -> Any:
+        return tuple(rec(x) for x in p) if isinstance(p, tuple) else next(it)
+
+    return rec(profile)
+
+
+def replace(t: Any, n: int, x: Any) -> Any:
+    """``replace<N>(t, x)``: ``t`` with mode ``N`` replaced by ``x``; a leaf ``t`` is replaced
+    whole (``N`` must be 0), and ``N == rank(t)`` appends ``x``, as the header's
+    ``construct`` does with an empty tail.
+
+    Law: ``replace(t, n, x)[n] == x`` and the other modes are unchanged."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise LayoutError(f"replace: index {n!r} is not an integer")
+    if not isinstance(t, tuple):
+        if n != 0:
+            raise LayoutError(f"replace<{n}>: an integer has only mode 0")
+        return x
+    if not 0 <= n <= len(t):
+        raise LayoutError(f"replace<{n}>: index out of range for rank {len(t)}")
+    return t[:n] + (x,) + t[n + 1:]
+
+
+def _prefix_product(t: IntTuple, init: Any = 1) -> IntTuple:
     """Exclusive prefix product of the leaves (colexicographic), ``init`` first."""
     if isinstance(t, tuple):
         out = []
         cur = init
         for m in t:
-            out.append(prefix_product(m, cur))
-            cur = cur * product(m)
+            out.append(_prefix_product(m, cur))
+            cur = cur * _product(m)
         return tuple(out)
     return init
 
 
-def compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
+prefix_product = _checked("int")(_prefix_product)
+
+
+def _compact_major_left(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutLeft>``: column-major (GenColMajor) strides.
 
-    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``_1:_0``).
+    As in the header, a static extent-1 mode gets stride 0 (``Layout<_1>`` is ``1:_0``);
+    a dynamic extent 1 keeps the running stride.
     """
     if isinstance(shape, tuple):
         out = []
         cur = current
         for m in shape:
-            out.append(compact_major_left(m, cur))
-            cur = cur * product(m)
+            out.append(_compact_major_left(m, cur))
+            cur = cur * _product(m)
         return tuple(out)
-    return 0 if shape == 1 else current
+    return 0 if is_constant(1, shape) else current
 
 
-def compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
+compact_major_left = _checked("int")(_compact_major_left)
+
+
+def _compact_major_right(shape: IntTuple, current: Any = 1) -> IntTuple:
     """``compact_major<LayoutRight>``: row-major (GenRowMajor) strides, right-most fastest
-    at every level of the hierarchy; extent-1 modes get stride 0."""
+    at every level of the hierarchy; static extent-1 modes get stride 0."""
     if isinstance(shape, tuple):
         out: list[Any] = [None] * len(shape)
         cur = current
         for i in range(len(shape) - 1, -1, -1):
-            out[i] = compact_major_right(shape[i], cur)
-            cur = cur * product(shape[i])
+            out[i] = _compact_major_right(shape[i], cur)
+            cur = cur * _product(shape[i])
         return tuple(out)
-    return 0 if shape == 1 else current
+    return 0 if is_constant(1, shape) else current
 
 
-def make_basis_like(shape: IntTuple, path: tuple[int, ...] = ()) -> IntTuple:
-    """Strides of an identity layout: ``E<path..., i>`` for every leaf."""
-    if isinstance(shape, tuple):
-        return tuple(make_basis_like(s, path + (i,)) for i, s in enumerate(shape))
-    return ScaledBasis(1, path)
+compact_major_right = _checked("int")(_compact_major_right)
 
 
-def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
+def _elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
     if isinstance(a, tuple):
-        return tuple(elem_scale(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
-    return a * product(b)  # type: ignore[operator]
+        if not isinstance(b, tuple) or len(a) != len(b):
+            raise LayoutError(f"elem_scale: {a} and {b} are not congruent")
+        return tuple(_elem_scale(x, y) for x, y in zip(a, b))
+    return a * _product(b)
+
+
+elem_scale = _checked("int", "int")(_elem_scale)
+
+
+def _elem_less(a: IntTuple, b: IntTuple) -> bool:
+    """``elem_less(a, b)``: every leaf of ``a`` is less than the matching one of ``b`` (a
+    missing mode of ``b`` is not less: ``a`` may have fewer modes only).
+
+    Law: ``elem_less(c, s)`` for every coordinate ``c`` of shape ``s`` (checked against the
+    header in test_layout_cxx_dynamic)."""
+    if isinstance(a, tuple):
+        bw = wrap(b)
+        if len(a) > len(bw):
+            return False
+        return all(_elem_less(x, y) for x, y in zip(a, bw))
+    return bool(a < _product(b)) if isinstance(b, tuple) else bool(a < b)
+
+
+elem_less = _checked("int", "int")(_elem_less)
 
 
 # --------------------------------------------------------------------------- evaluation core
-def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
+def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
 
     An integral ``crd`` into a tuple shape is split colexicographically: ``crd % prod(s0)``
@@ -337,47 +530,81 @@ def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     without a modulus, as CuTe does.  Works on ints, numpy arrays and ``Sym``.
     """
     if isinstance(crd, tuple):
-        if not isinstance(shape, tuple) or len(crd) != len(shape):
+        if not isinstance(shape, tuple) or len(crd) != len(shape) or \
+                not isinstance(stride, tuple) or len(stride) != len(shape):
             raise LayoutError(f"coordinate {crd} does not match shape {shape}")
         acc: Any = 0
-        for c, s, d in zip(crd, shape, stride):  # type: ignore[arg-type]
-            acc = acc + crd2idx(c, s, d)
+        for c, s, d in zip(crd, shape, stride):
+            acc = acc + _crd2idx(c, s, d)
         return acc
     if isinstance(shape, tuple):
+        if not isinstance(stride, tuple) or len(stride) != len(shape):
+            raise LayoutError(f"stride {stride} does not match shape {shape}")
         if len(shape) == 0:
             return 0
         acc = 0
         rest = crd
-        for i, (s, d) in enumerate(zip(shape, stride)):  # type: ignore[arg-type]
+        for i, (s, d) in enumerate(zip(shape, stride)):
             if i == len(shape) - 1:
-                acc = acc + crd2idx(rest, s, d)
+                acc = acc + _crd2idx(rest, s, d)
             else:
-                p = product(s)
-                acc = acc + crd2idx(rest % p, s, d)
+                p = _product(s)
+                if p == 0:
+                    raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
+                acc = acc + _crd2idx(rest % p, s, d)
                 rest = rest // p
         return acc
-    if isinstance(stride, ScaledBasis):
-        return stride * crd
-    return crd * stride
+    if isinstance(stride, tuple):
+        raise LayoutError(f"stride {stride} does not match shape {shape}")
+    return stride * crd
 
 
-def idx2crd(idx: Any, shape: IntTuple) -> Any:
+crd2idx = _checked("crd", "int", "stride")(_crd2idx)
+
+
+def _idx2crd(idx: Any, shape: IntTuple) -> Any:
     """Colexicographic coordinate of a 1-D index: ``c_k = (idx // prod(s_<k)) % s_k``.
 
     As in CuTe, the last mode takes the quotient without a modulus, so that
-    ``crd2idx(idx2crd(i, s), s, compact_major_left(s)) == i`` for every ``i >= 0``.
+    ``crd2idx(_idx2crd(i, s), s, compact_major_left(s)) == i`` for every ``i >= 0``.
     """
     if isinstance(idx, tuple):
-        return tuple(idx2crd(i, s) for i, s in zip(idx, shape))  # type: ignore[arg-type]
+        if not isinstance(shape, tuple) or len(idx) != len(shape):
+            raise LayoutError(f"coordinate {idx} does not match shape {shape}")
+        return tuple(_idx2crd(i, s) for i, s in zip(idx, shape))
     if isinstance(shape, tuple):
         out = []
         rest = idx
         for k, s in enumerate(shape):
-            p = product(s)
+            p = _product(s)
             if k == len(shape) - 1:
-                out.append(idx2crd(rest, s))
+                out.append(_idx2crd(rest, s))
             else:
-                out.append(idx2crd(rest % p, s))
+                if p == 0:
+                    raise LayoutError(f"index {idx} into an extent-0 mode of {shape}")
+                out.append(_idx2crd(rest % p, s))
                 rest = rest // p
         return tuple(out)
     return idx
+
+
+idx2crd = _checked("crd", "int")(_idx2crd)
+
+
+def _crd2crd(crd: Any, src_shape: IntTuple, dst_shape: IntTuple) -> Any:
+    """``crd2crd(coord, src_shape, dst_shape)``: re-express a coordinate of ``src_shape`` as
+    one of ``dst_shape``; mode-wise where all three are tuples, otherwise
+    ``idx2crd(crd2idx(coord, src_shape), dst_shape)`` (column-major index).
+
+    Law: ``crd2idx(_crd2crd(c, s, d), d, compact_major_left(d)) ==
+    crd2idx(c, s, compact_major_left(s))`` when ``size(s) == size(d)``.
+    """
+    if isinstance(crd, tuple) and isinstance(src_shape, tuple) and isinstance(dst_shape, tuple):
+        if not len(crd) == len(src_shape) == len(dst_shape):
+            raise LayoutError(f"crd2crd: Mismatched Ranks {crd}, {src_shape}, {dst_shape}")
+        return tuple(_crd2crd(c, s, d) for c, s, d in zip(crd, src_shape, dst_shape))
+    return idx2crd(crd2idx(crd, src_shape, compact_major_left(src_shape)), dst_shape)
+
+
+
+crd2crd = _checked("crd", "int", "int")(_crd2crd)

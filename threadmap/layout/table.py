@@ -63,6 +63,17 @@ def fast_table(layout: Layout, sw: Swizzle | None = None, offset: int = 0, dtype
     into ``out`` and the swizzle applied to the block in place with one reusable scratch.
     Law: ``fast_table(l, sw, o)[i] == sw(o + l(i))``; dtype int32 when every value fits.
     """
+    from threadmap.layout.layout import Layout
+    from threadmap.layout.swizzle import Swizzle
+
+    if not isinstance(layout, Layout):
+        raise LayoutError(f"fast_table needs a Layout, got {layout!r}")
+    if sw is not None and not isinstance(sw, Swizzle):
+        raise LayoutError(f"fast_table: {sw!r} is not a Swizzle")
+    if not is_int(offset):
+        raise LayoutError(f"fast_table: offset {offset!r} is not an integer")
+    if not all(is_int(d) for d in flatten_to_tuple(layout.stride)):
+        raise LayoutError("table() needs integer strides")
     pairs = [(int(s), int(d)) for s, d in zip(flatten_to_tuple(layout.shape),
                                              flatten_to_tuple(layout.stride), strict=True)
              if s != 1]
@@ -81,7 +92,12 @@ def fast_table(layout: Layout, sw: Swizzle | None = None, offset: int = 0, dtype
         hi = max(hi, (1 << max(hi.bit_length(), sw.nbits)) - 1)
     if dtype is None:
         dtype = np.int32 if -(2**31) <= lo and hi < 2**31 else np.int64
-    dtype = np.dtype(dtype).type
+    try:
+        dtype = np.dtype(dtype).type
+    except TypeError:
+        raise LayoutError(f"fast_table: {dtype!r} is not a numpy dtype") from None
+    if not np.issubdtype(dtype, np.integer):
+        raise LayoutError(f"fast_table: the dtype must be an integer type, got {dtype!r}")
     if out is None:
         out = np.empty(n, dtype=dtype)
     elif out.shape != (n,) or out.dtype != np.dtype(dtype):
