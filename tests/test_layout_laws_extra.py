@@ -183,7 +183,11 @@ def test_inverses_of_any_layout(seed: int) -> None:
     except LayoutError:
         return
     values = [a(i) for i in range(tl.size(a))]
-    if len(set(values)) == len(values) and min(values, default=0) >= 0:
+    # with dynamic extents the header's left_inverse is not a left inverse (e.g. for
+    # ((9),(4),(12,1)):((_48),(_1),(_4,_1)) with dynamic 9, 4, 12 it gives (_4,_12,9):(432,36,_1));
+    # threadmap gives the same, so the law holds for static integers only
+    dynamic = any(isinstance(x, Dyn) for x in tl.flatten_to_tuple(a.shape) + tl.flatten_to_tuple(a.stride))
+    if not dynamic and len(set(values)) == len(values) and min(values, default=0) >= 0:
         for i in range(min(tl.size(a), 256)):
             assert li(a(i)) == i
 

@@ -25,7 +25,7 @@ LAYOUT_NAMES = [
     'local_partition', 'local_tile', 'logical_divide', 'logical_product',
     'make_identity_layout', 'make_identity_tensor', 'make_layout', 'make_layout_like',
     'make_ordered_layout', 'make_swizzle', 'make_tensor', 'make_tiled_copy', 'make_tiled_mma',
-    'max_common_layout', 'max_common_vector', 'mma_atom_names', 'mma_atoms', 'tiled',
+    'max_common_layout', 'max_common_vector', 'mma_atom_names',
     'nullspace', 'num_digits',
     'outer_partition', 'parse', 'parse_int_tuple', 'parse_layout', 'prepend', 'print_layout',
     'printing', 'product', 'product_each', 'raked_product', 'rank', 'recast_layout',
@@ -58,7 +58,7 @@ MODULES = ["integral_constant", "underscore", "int_tuple", "arithmetic_tuple", "
            "layout", "tensor", "swizzle", "pointer_flagged", "layout_composed", "swizzle_layout",
            "atom.tile_ops", "atom.copy_traits", "atom.copy_atom", "atom.mma_traits",
            "atom.mma_atom", "atom.mma_traits_sm90_gmma", "parse", "calculator", "printing",
-           "table", "backend", "tiled", "mma_atoms"]
+           "table", "backend"]
 
 
 @pytest.mark.parametrize("mod", MODULES)

@@ -1,4 +1,4 @@
-"""TiledCopy / TiledMMA (threadmap.layout.tiled): hand-derived expectations and properties.
+"""TiledCopy / TiledMMA (threadmap.layout.atom): hand-derived expectations and properties.
 
 The sgemm_2 setup of the study notes (seeds/002): ``make_tiled_copy(Copy_Atom<UniversalCopy<
 uint128_t>, float>, Layout<Shape<_32,_8>>, Layout<Shape<_4,_1>>)`` and

@@ -1,4 +1,4 @@
-"""C++ oracle for ``threadmap.layout.tiled``: TiledCopy / TiledMMA against the real CuTe headers.
+"""C++ oracle for ``threadmap.layout.atom`` (copy and MMA atoms): TiledCopy / TiledMMA against the real CuTe headers.
 
 One program per family (copies, MMAs, copies built from MMAs), each compiled once (binaries are
 cached by source hash), over a fixed-seed batch of cases.  Each case prints its layouts with

@@ -27,7 +27,7 @@ Import order matters only in one direction: no module imports a later one, and
 ``swizzle_layout`` registers its overloads when this package is imported.
 """
 
-from threadmap.layout import mma_atoms, tiled  # noqa: F401  (former module names)
+
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,

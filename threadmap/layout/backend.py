@@ -188,13 +188,94 @@ def select(cond: Any, a: Any, b: Any) -> Any:
 
 
 def minimum(a: Any, b: Any) -> Any:
+    """``min(a, b)`` on any backend (an interval hull for :class:`Interval` s)."""
+    if isinstance(a, Interval) or isinstance(b, Interval):
+        return Interval.hull_min(a, b)
     return select(a < b, a, b)
 
 
 def maximum(a: Any, b: Any) -> Any:
+    """``max(a, b)`` on any backend (an interval hull for :class:`Interval` s)."""
+    if isinstance(a, Interval) or isinstance(b, Interval):
+        return Interval.hull_max(a, b)
     return select(a < b, b, a)
 
 
 def bits_for(max_value: int) -> int:
     """Bit-vector width that holds every value in ``[0, max_value]`` plus one guard bit."""
     return max(8, int(max_value).bit_length() + 1)
+
+
+class Interval:
+    """``[lo, hi]``: the bounds backend of the evaluation core.  A layout (``crd2idx`` only
+    uses ``+ * // %``) or a spec expression evaluated on intervals gives an interval containing
+    every value it takes when each input ranges over its interval: the model bounds every tile
+    coordinate and byte address this way before any array is allocated.
+
+    Law: ``lo <= f(point) <= hi`` for every point inside the input intervals.
+    """
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = int(lo), int(hi)
+
+    @staticmethod
+    def lift(x: Any) -> Interval:
+        return x if isinstance(x, Interval) else Interval(int(x), int(x))
+
+    def __add__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        return Interval(self.lo + o.lo, self.hi + o.hi)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        return Interval(self.lo - o.hi, self.hi - o.lo)
+
+    def __rsub__(self, o: Any) -> Interval:
+        return Interval.lift(o) - self
+
+    def __mul__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        p = (self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi)
+        return Interval(min(p), max(p))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        if o.lo <= 0 <= o.hi:
+            raise ZeroDivisionError("the divisor's range contains 0")
+        p = (self.lo // o.lo, self.lo // o.hi, self.hi // o.lo, self.hi // o.hi)
+        return Interval(min(p), max(p))
+
+    def __rfloordiv__(self, o: Any) -> Interval:
+        return Interval.lift(o) // self
+
+    def __mod__(self, o: Any) -> Interval:
+        o = Interval.lift(o)
+        if o.lo <= 0 <= o.hi:
+            raise ZeroDivisionError("the divisor's range contains 0")
+        if o.lo > 0:
+            if 0 <= self.lo and self.hi < o.lo:
+                return Interval(self.lo, self.hi)
+            return Interval(0, o.hi - 1)
+        return Interval(o.lo + 1, 0)
+
+    def __rmod__(self, o: Any) -> Interval:
+        return Interval.lift(o) % self
+
+    @staticmethod
+    def hull_min(a: Any, b: Any) -> Interval:
+        a, b = Interval.lift(a), Interval.lift(b)
+        return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
+
+    @staticmethod
+    def hull_max(a: Any, b: Any) -> Interval:
+        a, b = Interval.lift(a), Interval.lift(b)
+        return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
+
+    def __repr__(self) -> str:
+        return f"[{self.lo}, {self.hi}]"

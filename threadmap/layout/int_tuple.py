@@ -65,13 +65,13 @@ def _leaf_ok(x: Any, kind: str) -> bool:
         from threadmap.layout.arithmetic_tuple import ScaledBasis
         return isinstance(x, ScaledBasis)
     if kind == "crd":
-        from threadmap.layout.backend import Sym
-        return isinstance(x, Sym) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
+        from threadmap.layout.backend import Interval, Sym
+        return isinstance(x, (Sym, Interval)) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
     return False
 
 
 _KIND_NAMES = {"int": "an integer", "stride": "an integer or a basis stride",
-               "crd": "an integer coordinate (int, integer array or Sym)"}
+               "crd": "an integer coordinate (int, integer array, Sym or Interval)"}
 
 
 def _checked(*kinds: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import Any
 
 from threadmap.errors import SpecError
-from threadmap.layout.backend import maximum, minimum
+from threadmap.layout.backend import Interval, maximum, minimum
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -71,8 +71,8 @@ def _ceil_div(a: Any, b: Any) -> Any:
 
 
 #: The one set of operator formulas, for every backend: Python ints, numpy integer arrays,
-#: :class:`~threadmap.layout.Sym` bit-vectors and :class:`Affine` forms all support these
-#: operators (``min``/``max`` go through the backend-neutral ``select``).  ``ceil_div`` is
+#: :class:`~threadmap.layout.Sym` bit-vectors, :class:`~threadmap.layout.backend.Interval` s and
+#: :class:`Affine` forms all support these operators (``min``/``max`` are the backend's).  ``ceil_div`` is
 #: ``(a + b - 1) / b``, defined for positive ``b`` (checked evaluation rejects others).
 OPS: dict[str, Callable[..., Any]] = {
     "+": lambda a, b: a + b,
@@ -83,8 +83,8 @@ OPS: dict[str, Callable[..., Any]] = {
     "%": lambda a, b: a % b,
     "neg": lambda a: 0 - a,
     "ceil_div": _ceil_div,
-    "min": lambda a, b: Interval.hull_min(a, b) if _has_interval(a, b) else minimum(a, b),
-    "max": lambda a, b: Interval.hull_max(a, b) if _has_interval(a, b) else maximum(a, b),
+    "min": minimum,
+    "max": maximum,
 }
 #: kept for callers of the earlier name
 PY_OPS = OPS
@@ -488,81 +488,5 @@ class Affine:
         return " + ".join(terms + [str(self.const)])
 
 
-def _has_interval(a: Any, b: Any) -> bool:
-    return isinstance(a, Interval) or isinstance(b, Interval)
-
-
-class Interval:
-    """``[lo, hi]``: the fifth backend of :meth:`Expr.apply`, for bounds.  ``e.apply(env)``
-    with intervals for some names gives an interval containing every value ``e`` takes when
-    each name ranges over its interval (used to bound tile coordinates and addresses before
-    any array is allocated).
-
-    Law: ``lo <= e.eval(point) <= hi`` for every point inside the input intervals.
-    """
-
-    __slots__ = ("lo", "hi")
-
-    def __init__(self, lo: int, hi: int) -> None:
-        self.lo, self.hi = int(lo), int(hi)
-
-    @staticmethod
-    def lift(x: Any) -> Interval:
-        return x if isinstance(x, Interval) else Interval(int(x), int(x))
-
-    def __add__(self, o: Any) -> Interval:
-        o = Interval.lift(o)
-        return Interval(self.lo + o.lo, self.hi + o.hi)
-
-    __radd__ = __add__
-
-    def __sub__(self, o: Any) -> Interval:
-        o = Interval.lift(o)
-        return Interval(self.lo - o.hi, self.hi - o.lo)
-
-    def __rsub__(self, o: Any) -> Interval:
-        return Interval.lift(o) - self
-
-    def __mul__(self, o: Any) -> Interval:
-        o = Interval.lift(o)
-        p = (self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi)
-        return Interval(min(p), max(p))
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, o: Any) -> Interval:
-        o = Interval.lift(o)
-        if o.lo <= 0 <= o.hi:
-            raise ZeroDivisionError("the divisor's range contains 0")
-        p = (self.lo // o.lo, self.lo // o.hi, self.hi // o.lo, self.hi // o.hi)
-        return Interval(min(p), max(p))
-
-    def __rfloordiv__(self, o: Any) -> Interval:
-        return Interval.lift(o) // self
-
-    def __mod__(self, o: Any) -> Interval:
-        o = Interval.lift(o)
-        if o.lo <= 0 <= o.hi:
-            raise ZeroDivisionError("the divisor's range contains 0")
-        if o.lo > 0:
-            if 0 <= self.lo and self.hi < o.lo:
-                return Interval(self.lo, self.hi)
-            return Interval(0, o.hi - 1)
-        return Interval(o.lo + 1, 0)
-
-    def __rmod__(self, o: Any) -> Interval:
-        return Interval.lift(o) % self
-
-    @staticmethod
-    def hull_min(a: Any, b: Any) -> Interval:
-        a, b = Interval.lift(a), Interval.lift(b)
-        return Interval(min(a.lo, b.lo), min(a.hi, b.hi))
-
-    @staticmethod
-    def hull_max(a: Any, b: Any) -> Interval:
-        a, b = Interval.lift(a), Interval.lift(b)
-        return Interval(max(a.lo, b.lo), max(a.hi, b.hi))
-
-    def __repr__(self) -> str:
-        return f"[{self.lo}, {self.hi}]"
-
+__all__ = ["Affine", "BinOp", "Call", "Expr", "Interval", "Name", "Neg", "NotAffine", "Num", "OPS", "evaluate",
+           "parse_expr"]
