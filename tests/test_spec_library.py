@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import threadmap.api as api
@@ -45,3 +46,16 @@ def test_spec_verdict_as_expected_and_modes_agree(path: Path) -> None:
     for a, b in zip(default, api.verify_spec(path, exhaustive=True), strict=True):
         assert b.totals == "enumerated" and b.blocks_simulated == b.blocks
         assert counts(a) == counts(b), path
+
+
+def test_partitions_of_all_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every library partition is evaluated for all threads in one numpy pass (the per-thread
+    fallback is 100x slower and must stay the exception)."""
+    import threadmap.model.partition as part
+
+    def vectorised_only(p, threads: int, rank: int):  # noqa: ANN001, ANN202
+        return part._coords(p(np.arange(threads)), rank, threads)
+
+    monkeypatch.setattr(part, "all_threads", vectorised_only)
+    for f in FILES:
+        api.models(f)

@@ -37,6 +37,7 @@ from threadmap.layout.int_tuple import (
     IntTuple,
     _congruent,
     _crd2idx,
+    _leaf_ok,
     ceil_div,
     check_depth,
     check_int_tuple,
@@ -1392,9 +1393,12 @@ def _norm_crd(c: Any) -> Any:
 
 
 def _check_crd(c: Any) -> None:
+    """A slicing coordinate holds ``_`` and coordinates of the evaluation core: ints, integer
+    arrays (every thread at once), ``Sym`` or ``Interval``."""
     for v in flatten_to_tuple(c):
-        if not isinstance(v, Underscore) and not is_int(v):
-            raise LayoutError(f"coordinate element {v!r} is not an integer or _")
+        if not isinstance(v, Underscore) and not _leaf_ok(v, "crd"):
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+            raise LayoutError(f"coordinate element {shown} is not an integer coordinate or _")
 
 
 def slice_(crd: Any, layout: Layout) -> Layout:
