@@ -62,6 +62,23 @@ def test_planted_missing_barrier_stale_read() -> None:
     assert r.summary["wrong_values"] == 4 * 240
 
 
+@pytest.mark.parametrize("barrier", [False, True])
+def test_planted_write_after_read(barrier: bool) -> None:
+    # the buffer is refilled (the next tile) right after the transposed read: without a barrier
+    # between them, every thread but the diagonal's overwrites a word another thread read
+    st = transpose_stages()
+    x, s_a = st[0][0], st[1][1]
+    st += ["barrier"] * barrier + [(x, register_table(x, side="dst")), (register_table(x, side="src"), s_a)]
+    r = check_dataflow(st, "transpose")
+    assert r.summary["writes_after_reads"] == (0 if barrier else 4 * (256 - 16))
+    assert r.status == ("PASS" if barrier else "FAIL")
+    if not barrier:
+        f = next(f for f in r.findings if f.kind == "write_after_read")
+        # thread 1 writes sA(1, 0) (row-major: byte 64), which thread 16 read as sB(1, 0) in stage 3
+        assert (f.witness["writer"]["thread"], f.witness["reader"]["thread"]) == (1, 16)
+        assert f.witness["address"] == 64 and f.stage == 5 and f.witness["reader"]["stage"] == 3
+
+
 def test_planted_write_race() -> None:
     # threads t and t+16 write the same smem element (wrong stride in the smem layout): 4 bytes each
     r = check_dataflow(transpose_stages(smem_write=lambda b, t, s, ln: (t % T, (t // T) // 2)), "transpose")
@@ -96,9 +113,12 @@ def test_sub_word_stores_are_not_races(elem_bytes: int) -> None:
 @pytest.mark.parametrize("barrier,smem", [(True, None), (False, None),
                                           (True, lambda b, t, s, ln: (t % T, (t // T) // 2)),
                                           (False, lambda b, t, s, ln: (t % T, (t // T) // 2)),
-                                          (False, lambda b, t, s, ln: (t // T, t % T))])
-def test_matches_definition_small(barrier: bool, smem: object) -> None:
-    st = transpose_stages(barrier=barrier, smem_write=smem)
+                                          (False, lambda b, t, s, ln: (t // T, t % T)),
+                                          ("refill", None)])
+def test_matches_definition_small(barrier: bool | str, smem: object) -> None:
+    st = transpose_stages(barrier=bool(barrier), smem_write=smem)
+    if barrier == "refill":  # a write after the transposed read, no barrier between
+        st.append((st[0][0], st[1][1]))
     r = check_dataflow(st, "transpose")
     d = dataflow_definition([s if isinstance(s, str) else (rows(s[0]), rows(s[1])) for s in st],
                             "transpose", "x", "y")
@@ -106,6 +126,7 @@ def test_matches_definition_small(barrier: bool, smem: object) -> None:
     assert r.summary["stale_reads"] == len(d["stale"])
     assert r.summary["races"] == len(d["races"])
     assert r.summary["uninitialised_reads"] == len(d["uninit"])
+    assert r.summary["writes_after_reads"] == len(d["war"])
 
 
 def test_chunks_give_the_same_counts() -> None:

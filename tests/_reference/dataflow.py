@@ -329,7 +329,7 @@ class Dataflow(Accumulator):
                 check="dataflow", kind="wrong_value", stage=si, side="dst",
                 witness={**wt, "landed": got, "expected": want},
                 message=f"stage {si}: block {wt['block']} thread {wt['thread']} value {wt['value']} writes "
-                        f"{self.output}{wt['coordinate']} with {self.input}{got}, expected "
+                        f"{self.output}{wt['coordinate']} with {_what(got, self.input)}, expected "
                         f"{self.input}{want} ({self.transform})"))
 
     def _note_race(self, si: int, dst: AccessTable, rd: np.ndarray, b: np.ndarray, s: np.ndarray,
@@ -367,6 +367,9 @@ class Dataflow(Accumulator):
         if res.total_findings:
             res.fail()
         return res
+
+
+from threadmap.verify.dataflow import _what  # noqa: E402  (the message wording only)
 
 
 def _describe(v: int, shape: tuple[int, ...]) -> Any:

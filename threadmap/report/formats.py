@@ -26,7 +26,7 @@ RULES = {
     "coalescing": "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned.",
     "bank_conflicts": "Shared-memory accesses need no more wavefronts than ideal.",
     "vectorize": "Vector accesses are contiguous and aligned.",
-    "dataflow": "The stages implement the declared transform without races or stale reads.",
+    "dataflow": "The stages implement the declared transform without races, stale reads or writes after reads.",
     "spec": "The spec file is valid.",
     "verdict": "The verdict is the one the spec expects.",
 }
@@ -76,7 +76,8 @@ def headline(r: CheckResult) -> str:
         return f"declared {s.declared_bits}-bit, widest legal {s.max_legal_bits}-bit"
     if s.check == "dataflow":
         return (f"{s.transform or 'no transform'}: moved {s.moved}, wrong {s.wrong_values}, races "
-                f"{s.races}, stale {s.stale_reads}, uninitialised {s.uninitialised_reads}")
+                f"{s.races}, stale {s.stale_reads}, uninitialised {s.uninitialised_reads}, write-after-read "
+                f"{s.writes_after_reads}")
     return s.reason if s.check == "skip" else ""
 
 

@@ -135,6 +135,8 @@ class DataflowSummary(_Model):
     races: int
     stale_reads: int
     uninitialised_reads: int
+    writes_after_reads: int = Field(0, description="shared writes of a byte another thread read since the last "
+                                                   "barrier")
     input: str | None
     output: str | None
     transform: str | None

@@ -15,6 +15,10 @@ when they write a common byte (two f16 halves of one 4-byte word are not a race)
 * *Stale read*: a shared byte read in an epoch must not have been written in that epoch by
   another thread (the write is not visible without a barrier); the value read is the one
   from before the epoch.
+* *Write after read*: a shared byte written in an epoch must not have been read in that epoch
+  (in an earlier stage or the same one) by another thread: without a barrier between them the
+  write may land before the read (a double buffer reused without its trailing barrier).
+  Counted once per writing access.
 * *Uninitialised read*: a shared byte (or register) read was never written (shared buffers
   that no stage writes hold data loaded outside the spec and are not reported).
 
@@ -64,12 +68,14 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
     ``stages``: ``"barrier"`` or ``(src_rows, dst_rows)`` where rows are dicts with keys
     ``block, thread, value, memory, tensor, buffer, coord, addr, elem_bytes, pred``; pairs
     share (block, thread, value).  Returns lists ``wrong``, ``races`` (distinct (block,
-    buffer, byte) written by two threads in one epoch), ``stale``, ``uninit``.
+    buffer, byte) written by two threads in one epoch), ``stale``, ``uninit``, ``war`` (writes of
+    a byte another thread read in the epoch).
     """
     regs: dict[Any, Any] = {}
     smem: dict[Any, Any] = {}                 # (block, buffer, byte) -> value
     pending: dict[Any, list[Any]] = {}        # (block, buffer, byte) -> [(thread, value)]
-    out: dict[str, list[Any]] = {"wrong": [], "races": [], "stale": [], "uninit": []}
+    readers: dict[Any, set[int]] = {}       # (block, buffer, byte) -> threads that read it this epoch
+    out: dict[str, list[Any]] = {"wrong": [], "races": [], "stale": [], "uninit": [], "war": []}
     written = {r["buffer"] for st in stages if st != "barrier" for r in st[1] if r["memory"] == "shared"}
 
     def commit() -> None:
@@ -78,6 +84,7 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
                 out["races"].append(key)
             smem[key] = ws[-1][1]
         pending.clear()
+        readers.clear()
 
     for st in stages:
         if st == "barrier":
@@ -96,6 +103,8 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
                 v = regs.get((b, s["tensor"], tuple(s["coord"])), UNINIT)
             else:
                 keys = [(b, s["buffer"], s["addr"] + i) for i in range(s["elem_bytes"])]
+                for k in keys:
+                    readers.setdefault(k, set()).add(th)
                 pend = [pending.get(k, []) for k in keys]
                 if any(x[0] != th for p in pend for x in p):
                     out["stale"].append((b, th, s["addr"]))
@@ -109,6 +118,8 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
             if d["memory"] == "register":
                 regs[(b, d["tensor"], tuple(d["coord"]))] = v
             elif d["memory"] == "shared":
+                if any(readers.get((b, d["buffer"], d["addr"] + i), set()) - {th} for i in range(d["elem_bytes"])):
+                    out["war"].append((b, th, d["addr"]))
                 for i in range(d["elem_bytes"]):
                     pending.setdefault((b, d["buffer"], d["addr"] + i), []).append((th, v))
             elif d["tensor"] == output_name and transform:
@@ -119,8 +130,12 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
     return out
 
 
-_KEYS = ("moved", "output_writes", "wrong_values", "races", "stale_reads", "uninitialised_reads")
-_KINDS = ("wrong_value", "race", "stale_read", "uninitialised_read")
+_KEYS = ("moved", "output_writes", "wrong_values", "races", "stale_reads", "uninitialised_reads",
+         "writes_after_reads")
+_KINDS = ("wrong_value", "race", "stale_read", "uninitialised_read", "write_after_read")
+#: the counters that are findings
+FINDING_KEYS = ("wrong_values", "races", "stale_reads", "uninitialised_reads", "writes_after_reads")
+SEVERAL = -2  # epoch_reader: more than one thread read the slot
 _ROW_BITS = 32  # symbolic values: (input stage code << 32) | row in the block
 
 
@@ -137,6 +152,8 @@ class _Buffer:
         self.epoch_writer = np.full(n, -1, dtype=np.int32)
         self.epoch_stage = np.zeros(n, dtype=np.int32)
         self.raced = np.zeros(n, dtype=bool)
+        self.epoch_reader = np.full(n, -1, dtype=np.int32)  # -1 none, SEVERAL, else the one thread
+        self.read_stage = np.zeros(n, dtype=np.int32)
 
 
 class _Ctx:
@@ -193,8 +210,7 @@ class Dataflow(Accumulator):
         self.input = input_tensor
         self.output = output_tensor
         self.model = model
-        self.cnt = {"stages": 0, "barriers": 0, "moved": 0, "output_writes": 0, "wrong_values": 0, "races": 0,
-                    "stale_reads": 0, "uninitialised_reads": 0}
+        self.cnt = {"stages": 0, "barriers": 0, **dict.fromkeys(_KEYS, 0)}
         self.findings: dict[str, list[Finding]] = {k: [] for k in _KINDS}
         self.memo = Memo()
 
@@ -440,6 +456,8 @@ class Dataflow(Accumulator):
             mine &= wj == th
         val = np.where(mine, buf.epoch_val[slot], buf.val[slot])
         found = mine | buf.written[slot]
+        for j in range(k):
+            _note_readers(buf, slot + j, th, si)
         stale = np.flatnonzero(other)
         ctx.weighted["stale_reads"] += ctx.per_block(rs[stale], pb)
         ctx.events[("stale_read", si)] += int(stale.size)
@@ -493,7 +511,17 @@ class Dataflow(Accumulator):
             buf = bufs[dst.buffer]
             slot = b * buf.nslots + dst.addr[rd] // buf.g
             th = dst._template["thread"][rd - b * pb].astype(np.int32)
-            for j in range(max(1, dst.elem_bytes // buf.g)):
+            k = max(1, dst.elem_bytes // buf.g)
+            war = np.zeros(rd.size, dtype=bool)
+            for j in range(k):
+                r = buf.epoch_reader[slot + j]
+                war |= (r != -1) & (r != th)
+            hazard = np.flatnonzero(war)
+            ctx.weighted["writes_after_reads"] += ctx.per_block(rd[hazard], pb)
+            ctx.events[("write_after_read", si)] += int(hazard.size)
+            if ctx.findings:
+                self._note_war(si, dst, rd, hazard, slot, k, th, buf)
+            for j in range(k):
                 s = slot + j
                 prev = buf.epoch_writer[s]
                 hit = (prev != -1) & (prev != th)
@@ -530,7 +558,7 @@ class Dataflow(Accumulator):
                 check="dataflow", kind="wrong_value", stage=si, side="dst",
                 witness={**wt, "landed": got, "expected": want},
                 message=f"stage {si}: block {wt['block']} thread {wt['thread']} value {wt['value']} writes "
-                        f"{self.output}{wt['coordinate']} with {self.input}{got}, expected "
+                        f"{self.output}{wt['coordinate']} with {_what(got, self.input)}, expected "
                         f"{self.input}{want} ({self.transform})"))
 
     def _note_race(self, si: int, dst: AccessTable, rd: np.ndarray, s: np.ndarray, lost: np.ndarray,
@@ -547,6 +575,25 @@ class Dataflow(Accumulator):
                 message=f"block {first['block']}: threads {first['thread']} and {other} both write shared "
                         f"byte {byte} (address {first['address']}) between two barriers"))
 
+    def _note_war(self, si: int, dst: AccessTable, rd: np.ndarray, hazard: np.ndarray, slot: np.ndarray, k: int,
+                  th: np.ndarray, buf: _Buffer) -> None:
+        room = MAX_FINDINGS_PER_KIND - len(self.findings["write_after_read"])
+        for j in hazard[:max(0, room)]:
+            wt = dst.row(int(rd[j]))
+            sj = int(slot[j])
+            rs = [int(buf.epoch_reader[sj + x]) for x in range(k)]
+            rs = [r for r in rs if r not in (-1, int(th[j]))]
+            reader = rs[0] if rs else SEVERAL
+            who = f"thread {reader}" if reader >= 0 else "other threads"
+            rstage = int(buf.read_stage[sj])
+            self.findings["write_after_read"].append(Finding(
+                check="dataflow", kind="write_after_read", stage=si, side="dst",
+                witness={**wt, "writer": wt, "reader": {"thread": reader if reader >= 0 else None,
+                                                        "stage": rstage, "block": wt["block"]}},
+                message=f"stage {si}: block {wt['block']} thread {wt['thread']} overwrites shared address "
+                        f"{wt['address']} that {who} read in stage {rstage} since the last barrier (the write "
+                        f"may land before the read: missing barrier?)"))
+
     @staticmethod
     def _commit(buf: _Buffer, w: np.ndarray) -> int:
         pend = buf.epoch_writer != -1
@@ -554,6 +601,7 @@ class Dataflow(Accumulator):
         buf.written |= pend
         raced = int((buf.raced.reshape(w.size, -1).sum(axis=1) * w).sum()) * buf.g  # counted per byte
         buf.epoch_writer.fill(-1)
+        buf.epoch_reader.fill(-1)
         buf.raced.fill(False)
         return raced
 
@@ -563,11 +611,21 @@ class Dataflow(Accumulator):
         for fs in self.findings.values():
             for f in fs:
                 res.add(f, 0)
-        res.total_findings += sum(self.cnt[k] for k in ("wrong_values", "races", "stale_reads",
-                                                        "uninitialised_reads"))
+        res.total_findings += sum(self.cnt[k] for k in FINDING_KEYS)
         if res.total_findings:
             res.fail()
         return res
+
+
+def _note_readers(buf: _Buffer, s: np.ndarray, th: np.ndarray, si: int) -> None:
+    """Record that threads ``th`` read slots ``s`` in this epoch (a slot read by two different
+    threads, here or before, becomes SEVERAL)."""
+    prev = buf.epoch_reader[s]
+    new = np.where((prev == -1) | (prev == th), th, SEVERAL).astype(np.int32)
+    buf.epoch_reader[s] = new
+    buf.read_stage[s] = si
+    clash = buf.epoch_reader[s] != new  # two threads of this batch on one slot: the scatter kept one
+    buf.epoch_reader[s[clash]] = SEVERAL
 
 
 def _colex_mult(shape: Sequence[int]) -> np.ndarray:
@@ -579,6 +637,14 @@ def _colex_mult(shape: Sequence[int]) -> np.ndarray:
 def _describe(v: int, shape: tuple[int, ...]) -> Any:
     return {UNINIT: "uninitialised", OOB: "out-of-bounds read", FOREIGN: "not from the input"}.get(
         v, delinearize(v, shape) if v >= 0 else "?")
+
+
+def _what(got: Any, input_name: str | None) -> str:
+    """A landed value in words: the input element, or what stands in for one."""
+    if isinstance(got, tuple):
+        return f"{input_name}{got}"
+    return {"uninitialised": "an uninitialised value", "out-of-bounds read": f"an out-of-bounds read of {input_name}",
+            "not from the input": f"a value not from the input {input_name}"}.get(got, "an unknown value")
 
 
 def check_dataflow(stages: Sequence[Any], transform: Transform = None, *, input_tensor: str | None = None,
@@ -602,7 +668,7 @@ def check_dataflow(stages: Sequence[Any], transform: Transform = None, *, input_
 class DataflowCheck(Check):
     name = "dataflow"
     scope = "kernel"
-    rule = "The stages implement the declared transform without races or stale reads."
+    rule = "The stages implement the declared transform without races, stale reads or writes after reads."
     definition = staticmethod(dataflow_definition)
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Dataflow:

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+import threadmap.layout as L
 from threadmap import hardware as hw
 from threadmap.model import KernelModel, SideModel, TensorModel
 from threadmap.report.model import (
@@ -63,6 +64,10 @@ from threadmap.verify.util import colex, delinearize, in_bounds
 KIND_CAP = 8
 #: elements of a tensor whose addresses are compared exactly for aliasing
 MAX_ALIAS_TABLE = 1 << 23
+#: offsets spanned by a strided tensor whose multiplicities are counted exactly for aliasing
+MAX_ALIAS_SPAN = 1 << 24
+#: how long z3 may look for two aliased coordinates
+ALIAS_SOLVER_MS = 10_000
 #: bytes of whole-grid coverage state (one byte per element) the enumeration may allocate
 MAX_BITMAP_BYTES = 1 << 30
 
@@ -476,44 +481,144 @@ def _dup_finding(side: Any, second: dict[str, Any], first: dict[str, Any] | None
 # ----------------------------------------------------------------------------- aliasing
 
 
-def aliasing(tensor: TensorModel) -> tuple[int, tuple[tuple[int, ...], tuple[int, ...]] | None, bool]:
-    """Elements of the tensor's domain whose address another element shares: ``(count,
-    (c, c') witness pair or None, decided)``.  Exact for tensors up to ``MAX_ALIAS_TABLE``
-    elements; larger ones are decided when a stride-0 mode of extent > 1 exists (aliased)
-    or the strides are ordered disjoint (not aliased)."""
+@dataclass(frozen=True)
+class Aliasing:
+    """Elements of a tensor's domain whose address another element of the domain shares.
+
+    ``count``: how many (exact when ``exact``; otherwise a lower bound, 2 when a pair exists);
+    ``pair``: two coordinates with one address, or None; ``decided``: False when neither a pair
+    nor injectivity could be established within the limits."""
+
+    count: int
+    pair: tuple[tuple[int, ...], tuple[int, ...]] | None
+    decided: bool = True
+    exact: bool = True
+
+
+def aliasing(tensor: TensorModel) -> Aliasing:
+    """Aliased elements of ``tensor`` (see :class:`Aliasing`).
+
+    Decided, in order: ordered disjoint strides (injective, 0); every address compared for
+    tensors up to ``MAX_ALIAS_TABLE`` elements (any layout); for integer strides the
+    histogram of offsets, whose entries ``>= 2`` are the aliased elements (exact, for spans up
+    to ``MAX_ALIAS_SPAN``), with a pair found by z3; beyond that z3 alone decides whether a
+    pair exists (the count is then the lower bound 2).  Otherwise undecided."""
     size = int(np.prod(tensor.shape, dtype=np.int64))
-    lay = tensor.layout
-    if _disjoint_strides(tensor.shape, tensor.strides):
-        return 0, None, True  # injective: no address is shared (what the exact table would find)
+    flat = strided_form(tensor.layout)
+    if flat is not None and _disjoint_strides(*flat):
+        return Aliasing(0, None)  # injective: no address is shared (what the exact table would find)
     if size <= MAX_ALIAS_TABLE:
-        idx = np.arange(size, dtype=np.int64)
-        crd = []
-        rest = idx
-        for e in tensor.shape:
-            crd.append(rest % e)
-            rest = rest // e
-        off = np.asarray(lay(tuple(crd)), dtype=np.int64).reshape(-1)
-        order = np.argsort(off, kind="stable")
-        so = off[order]
-        dup = np.r_[False, so[1:] == so[:-1]]
-        grp = dup | np.r_[dup[1:], False]
-        count = int(grp.sum())
-        if not count:
-            return 0, None, True
-        j = int(np.flatnonzero(dup)[0])
-        a, b = int(order[j - 1]), int(order[j])
-        return count, (delinearize(a, tensor.shape), delinearize(b, tensor.shape)), True
-    strides = tensor.strides
-    if strides is None:
-        return 0, None, False
-    for k, (e, d) in enumerate(zip(tensor.shape, strides, strict=True)):
-        if d == 0 and e > 1:
-            c0 = tuple(0 for _ in tensor.shape)
-            c1 = tuple(1 if i == k else 0 for i in range(len(tensor.shape)))
-            return size, (c0, c1), True  # every element shares its address along that mode
-    if not _disjoint_strides(tensor.shape, strides):
-        return 0, None, False
-    return 0, None, True
+        return _alias_table(tensor, size)
+    if flat is None:
+        return Aliasing(0, None, decided=False)
+    shape, strides = flat
+    hist = offset_histogram(shape, strides, MAX_ALIAS_SPAN)
+    if hist is not None and not hist.max(initial=0) >= 2:
+        return Aliasing(0, None)
+    found = _alias_pair(shape, strides)
+    pair = None
+    if isinstance(found, tuple):  # flat coordinates -> the tensor's: one colexicographic index
+        a, b = (delinearize(int(colex(c, shape)), tensor.shape) for c in found)
+        pair = (a, b)
+    if hist is not None:
+        return Aliasing(int(hist[hist >= 2].sum()), pair)
+    if found is False:
+        return Aliasing(0, None)  # z3 proved the strides injective on the domain
+    if pair is None:
+        return Aliasing(0, None, decided=False)
+    return Aliasing(2, pair, exact=False)
+
+
+def strided_form(layout: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``(shape, strides)`` of integers with ``layout(c) = f(sum c_k * d_k)`` over the flattened
+    coordinates, ``f`` injective (a swizzle, a constant offset), or None.  Flattening keeps the
+    colexicographic order of coordinates, so two elements share an address under ``layout``
+    iff they do under the flat strides."""
+    if isinstance(layout, L.ComposedLayout):
+        if not isinstance(layout.layout_a, L.Swizzle):
+            return None
+        layout = layout.layout_b
+    if not isinstance(layout, L.Layout):
+        return None
+    shp, std = L.flatten_to_tuple(layout.shape), L.flatten_to_tuple(layout.stride)
+    if len(shp) == len(std) and all(isinstance(x, int) and not isinstance(x, bool) for x in (*shp, *std)):
+        return tuple(int(e) for e in shp), tuple(int(d) for d in std)
+    return None
+
+
+def _alias_table(tensor: TensorModel, size: int) -> Aliasing:
+    """Every element's offset, sorted: groups of equal offsets are the aliased elements."""
+    idx = np.arange(size, dtype=np.int64)
+    crd = []
+    rest = idx
+    for e in tensor.shape:
+        crd.append(rest % e)
+        rest = rest // e
+    off = np.asarray(tensor.layout(tuple(crd)), dtype=np.int64).reshape(-1)
+    order = np.argsort(off, kind="stable")
+    so = off[order]
+    dup = np.r_[False, so[1:] == so[:-1]]
+    grp = dup | np.r_[dup[1:], False]
+    count = int(grp.sum())
+    if not count:
+        return Aliasing(0, None)
+    j = int(np.flatnonzero(dup)[0])
+    a, b = int(order[j - 1]), int(order[j])
+    return Aliasing(count, (delinearize(a, tensor.shape), delinearize(b, tensor.shape)))
+
+
+def offset_histogram(shape: Sequence[int], strides: Sequence[int], max_span: int) -> np.ndarray | None:
+    """``h[v]`` = how many coordinates ``c`` (``0 <= c_k < shape_k``) have ``sum c_k * |d_k| == v``,
+    or None when the span ``sum (shape_k - 1) * |d_k|`` reaches ``max_span``.
+
+    Negating a stride reflects its mode (``c_k -> shape_k - 1 - c_k``), which shifts every offset
+    by one constant, so the multiplicities are those of the strides' magnitudes.  Each mode is a
+    sliding-window sum with step ``|d_k|`` (a strided prefix sum and a difference)."""
+    span = sum((int(e) - 1) * abs(int(d)) for e, d in zip(shape, strides, strict=True))
+    if span + 1 > max_span:
+        return None
+    h = np.ones(1, dtype=np.int64)
+    for e, d in zip(shape, strides, strict=True):
+        e, d = int(e), abs(int(d))
+        if e == 1:
+            continue
+        if d == 0:
+            h = h * e
+            continue
+        n = len(h) + (e - 1) * d
+        rows = -(-n // d)
+        c = np.zeros(rows * d, dtype=np.int64)
+        c[:len(h)] = h
+        c = np.cumsum(c.reshape(rows, d), axis=0).reshape(-1)[:n]
+        if n > e * d:  # windows that start past the first element: drop what precedes them
+            c[e * d:] -= c[:n - e * d].copy()
+        h = c
+    return h
+
+
+def _alias_pair(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None | bool:
+    """Two coordinates of the domain with one offset, found by z3; False when z3 proves there
+    are none, None when it does not answer in ``ALIAS_SOLVER_MS``."""
+    import z3
+
+    c = [z3.Int(f"c{k}") for k in range(len(shape))]
+    e = [z3.Int(f"e{k}") for k in range(len(shape))]
+    s = z3.Solver()
+    s.set("timeout", ALIAS_SOLVER_MS)
+    for k, n in enumerate(shape):
+        s.add(0 <= c[k], c[k] < int(n), 0 <= e[k], e[k] < int(n))
+    s.add(z3.Or([ck != ek for ck, ek in zip(c, e, strict=True)]))
+    s.add(z3.Sum([ck * int(d) for ck, d in zip(c, strides, strict=True)])
+          == z3.Sum([ek * int(d) for ek, d in zip(e, strides, strict=True)]))
+    r = s.check()
+    if r == z3.unsat:
+        return False
+    if r != z3.sat:
+        return None
+    m = s.model()
+    a = tuple(m.eval(x, model_completion=True).as_long() for x in c)
+    b = tuple(m.eval(x, model_completion=True).as_long() for x in e)
+    return (a, b) if int(colex(a, shape)) < int(colex(b, shape)) else (b, a)
 
 
 def _disjoint_strides(shape: Sequence[int], strides: Sequence[int] | None) -> bool:

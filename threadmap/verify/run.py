@@ -450,22 +450,38 @@ def _alias(model: KernelModel, sim: Simulator, side: SideModel, counts: GridCoun
     """Aliased writes of a destination side: two written elements with one address."""
     if side.which != "dst" or side.tensor is None or counts.covered == 0:
         return 0, []
-    n, pair, _decided = aliasing(side.tensor)
-    if not n or pair is None:
+    al = aliasing(side.tensor)
+    lay = side.tensor.layout
+    if not al.decided:
+        return 0, [Finding(check="grid_coverage", kind="aliasing_undecided", stage=side.stage, side=side.which,
+                           severity="warning",
+                           message=f"whether two elements of {side.name} share an address was not decided: the "
+                                   f"layout {lay} is neither small enough to compare every address nor a "
+                                   f"strided layout the solver answered for")]
+    if not al.count:
         return 0, []
+    some = "" if al.exact else "at least "
+    if al.pair is None:
+        return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
+                                  message=f"{some}{al.count} elements of {side.name} share their address with "
+                                          f"another element (the layout {lay} is not injective)")]
     cp = model.stages[side.stage]
     assert isinstance(cp, CopyModel)
-    acc = [_accessor(model, sim, cp, side, c) for c in pair]
+    acc = [_accessor(model, sim, cp, side, c) for c in al.pair]
     if any(a is None for a in acc):
-        return 0, []
+        c0, c1 = al.pair
+        return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
+                                  witness={"first": {"coordinate": c0}, "second": {"coordinate": c1}},
+                                  message=f"{side.name}{c0} and {side.name}{c1} are the same address (the layout "
+                                          f"{lay} is not injective; {some}{al.count} elements share an address)")]
     a, b = acc
     assert a is not None and b is not None
-    return n, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
-                       witness={"coordinate": a["coordinate"], "address": a["address"], "first": a, "second": b},
-                       message=f"{side.name}{a['coordinate']} and {side.name}{b['coordinate']} are the same "
-                               f"address {a['address']} (the layout {side.tensor.layout} is not injective): "
-                               f"block {a['block']} thread {a['thread']} and block {b['block']} thread "
-                               f"{b['thread']} both write it")]
+    return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
+                              witness={"coordinate": a["coordinate"], "address": a["address"], "first": a, "second": b},
+                              message=f"{side.name}{a['coordinate']} and {side.name}{b['coordinate']} are the same "
+                                      f"address {a['address']} (the layout {lay} is not injective; {some}{al.count} "
+                                      f"elements share an address): block {a['block']} thread {a['thread']} and "
+                                      f"block {b['block']} thread {b['thread']} both write it")]
 
 
 def _accessor(model: KernelModel, sim: Simulator, cp: CopyModel, side: SideModel,
