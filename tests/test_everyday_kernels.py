@@ -107,9 +107,45 @@ def test_narrow_copy_atoms_move_their_own_width(atom: str, bits: int) -> None:
     warps = 1024 * 1024 // 8 // 32
     assert co.summary["access_bits"] == bits
     assert co.summary["requests"] == warps * per_thread
-    assert co.summary["sectors_per_request"] == 16 if bits < 128 else 16
+    assert co.summary["sectors_per_request"] == 16
     assert co.summary["ideal_sectors_per_request"] == 32 * bits // 8 // 32
     assert result(r, "vectorize", 0, "src").summary["declared_bits"] == bits
+
+
+VEC_EDGE = """
+spec: 1
+name: 128-bit copy of f16 rows, a ragged last column tile
+element: f16
+threads: 256
+sizes: {{M: 32, N: 100}}
+grid: ["ceil_div(M, 32)", "ceil_div(N, 64)"]
+tensors:
+  x: {{memory: global, layout: "(M,N):(N,1)"}}
+  y: {{memory: global, layout: "(M,N):(N,1)"}}
+stages:
+  - copy:
+      src: {{tensor: x, tile: [32, 64], at: [bx, by], tiled_copy: {{threads: "(32,8):(8,1)", values: "(1,8):(8,1)", atom: "UniversalCopy<uint128_t>"}}}}
+      dst: {{tensor: y, tile: [32, 64], at: [bx, by], tiled_copy: {{threads: "(32,8):(8,1)", values: "(1,8):(8,1)", atom: "UniversalCopy<uint128_t>"}}}}
+      predicate: {predicate}
+"""
+
+
+@pytest.mark.parametrize("predicate", ["bounds", "vector"])
+def test_a_predicate_guards_a_whole_vector_instruction(predicate: str) -> None:
+    # Each thread moves 8 f16 of one row in one 128-bit instruction.  N = 100: in the second
+    # column tile (columns 64..127) the vector at columns 96..103 of every row straddles the
+    # edge (4 in bounds, 4 out).  One predicate guards one instruction: `bounds` tests its first
+    # element (96 < 100, so the instruction runs with 4 elements out of bounds: 32 rows x 4 =
+    # 128 per side); `vector` masks it whole (4 in-bounds elements per row never copied: 128).
+    r = both(VEC_EDGE.format(predicate=predicate))
+    for side in ("src", "dst"):
+        p = result(r, "predicates", 0, side)
+        assert p.status == "FAIL" and p.summary["straddling"] == 32
+        assert p.summary["precondition"] == ["N % 8 == 0"]
+        if predicate == "bounds":
+            assert (p.summary["out_of_bounds"], p.summary["lost"]) == (128, 0)
+        else:
+            assert (p.summary["out_of_bounds"], p.summary["lost"]) == (0, 128)
 
 
 SMEM_OOB = """

@@ -477,10 +477,13 @@ class _Builder:
         Sized copy atoms (``UniversalCopy<uint32_t>``, cp.async, ldmatrix) move their
         ``NumValSrc``/``NumValDst`` values; CUTLASS thread maps ``ElementsPerAccess``;
         auto-vectorizing atoms the largest vector common to both sides (CuTe's
-        ``max_common_vector`` on one thread's fragments) capped by the atom's assumed
-        alignment; a plain ``threads`` partition is scalar unless the copy gives
-        ``vector_bits``; a predicated copy of plain partitions is element by element
-        (``copy_if``)."""
+        ``max_common_vector`` and ``max_alignment`` on one thread's fragments) capped by the
+        atom's assumed alignment.  Plain partitions (``threads``, ``mma``) follow CuTe's
+        ``copy(src, dst)``: between two static layouts (shared memory, registers) it
+        auto-vectorizes assuming 128-bit aligned pointers; a global tensor's layout is dynamic
+        (its sizes are runtime values), where ``copy`` assumes 8-bit alignment, i.e. scalar
+        accesses; ``vector_bits`` replaces that cap; a predicated copy (``copy_if(pred, src,
+        dst)``) is element by element."""
         sides = {w: getattr(cp, w) for w in ("src", "dst")}
         fixed: dict[str, int] = {}
         caps: list[int] = []
@@ -496,7 +499,7 @@ class _Builder:
             if fixed:  # the sized side's instruction drives the copy
                 vec = max(fixed.values())
             else:
-                cap = min(caps) if caps else (None if cp.predicate != "none" else cp.vector_bits)
+                cap = min(caps) if caps else self.plain_cap(cp, sides, tensors)
                 vec = 1 if cap is None else self.common_vector(parts, sides, tensors, cap)
             for w in rest:
                 out[w] = vec
@@ -504,6 +507,16 @@ class _Builder:
             if w not in out:
                 out[w] = out["dst" if w == "src" else "src"]
         return out
+
+    @staticmethod
+    def plain_cap(cp: Any, sides: Mapping[str, Side], tensors: dict[str, TensorModel]) -> int | None:
+        """The widest vector (bits) CuTe's plain ``copy``/``copy_if`` may use (None: scalar)."""
+        if cp.vector_bits is not None:
+            return int(cp.vector_bits)
+        if cp.predicate != "none":
+            return None
+        dynamic = any(s.tensor is not None and tensors[s.tensor].memory == "global" for s in sides.values())
+        return None if dynamic else 128
 
     @staticmethod
     def common_vector(parts: Mapping[str, LocalPartition], sides: Mapping[str, Side],

@@ -130,12 +130,19 @@ def register_partition(threads: int, values: int, vec: int) -> LocalPartition:
 
 def common_vector(offsets: list[np.ndarray]) -> int:
     """The largest power of two ``k`` dividing the value count such that every aligned run of
-    ``k`` values is contiguous in every one of ``offsets`` (value order): CuTe's
-    ``max_common_vector`` measured on one thread's fragments."""
+    ``k`` values is contiguous in every one of ``offsets`` (value order) and starts ``k``
+    elements after the fragment's first one, a multiple of ``k``: CuTe's ``gcd(max_common_vector,
+    max_alignment)`` measured on one thread's fragments (the fragment's pointer itself is
+    assumed aligned, as CuTe assumes of a pointer whose alignment is not static)."""
     nv = int(offsets[0].size)
     best, k = 1, 2
     while k <= nv:
-        if nv % k == 0 and all(bool(np.all(np.diff(o.reshape(-1, k), axis=1) == 1)) for o in offsets):
+        if nv % k == 0 and all(_runs(o, k) for o in offsets):
             best = k
         k *= 2
     return best
+
+
+def _runs(o: np.ndarray, k: int) -> bool:
+    r = o.reshape(-1, k)
+    return bool(np.all(np.diff(r, axis=1) == 1)) and bool(np.all((r[:, 0] - o[0]) % k == 0))

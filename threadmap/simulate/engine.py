@@ -6,10 +6,12 @@ partition (block-independent, computed by the model) translated by the tile orig
 :class:`~threadmap.simulate.access.AccessTable`, evaluates the predicate, the tensor's layout
 (element offsets, swizzles included) and the byte addresses, all vectorised over the blocks.
 
-Predicates (per copy stage): ``none`` performs every access; ``bounds`` performs an element
-iff its coordinate lies inside the tensor on every memory side (CuTe's ``copy_if`` with an
-identity tensor); ``vector`` performs a whole vector access iff every element of it is in
-bounds (CUTLASS's predicated tile iterators), again on every memory side.
+Predicates (per copy stage): ``none`` performs every access; ``bounds`` performs an access
+iff the coordinate of its first element lies inside the tensor on every memory side (CuTe's
+``copy_if`` with an identity tensor: one predicate per call of the copy atom, the usual
+``tApA(m,k) = elem_less(tAcA(0,m,k), shape)``; per element when an access is one element);
+``vector`` performs a whole vector access iff every element of it is in bounds (CUTLASS's
+predicated tile iterators), again on every memory side.
 """
 
 from __future__ import annotations
@@ -292,8 +294,11 @@ class Simulator:
             sub = np.ones((part.size, pb), dtype=bool)
             for k, ext in enumerate(tensor.shape[:R]):
                 sub &= np.less(coords[k].reshape(nb, pb)[part].view(np.uint64), np.uint64(ext))
-            if self._predicate(side) == "vector" and side.vec > 1:
+            how = self._predicate(side)
+            if how == "vector" and side.vec > 1:
                 sub = np.repeat(sub.reshape(-1, side.vec).all(axis=1), side.vec).reshape(part.size, pb)
+            elif how == "bounds" and side.vec > 1:  # one predicate per instruction: its first element's
+                sub = np.repeat(sub.reshape(-1, side.vec)[:, 0], side.vec).reshape(part.size, pb)
             inb[part] = sub
         e = tensor.elem_bytes
         a_start: np.ndarray | None = None
