@@ -124,8 +124,8 @@ tensors:
   y: {{memory: global, layout: "(M,N):(N,1)"}}
 stages:
   - copy:
-      src: {{tensor: x, tile: [32, 64], at: [bx, by], tiled_copy: {{threads: "(32,8):(8,1)", values: "(1,8):(8,1)", atom: "UniversalCopy<uint128_t>"}}}}
-      dst: {{tensor: y, tile: [32, 64], at: [bx, by], tiled_copy: {{threads: "(32,8):(8,1)", values: "(1,8):(8,1)", atom: "UniversalCopy<uint128_t>"}}}}
+      src: {{tensor: x, tile: [32, 64], at: [bx, by], tiled_copy: {tc}}}
+      dst: {{tensor: y, tile: [32, 64], at: [bx, by], tiled_copy: {tc}}}
       predicate: {predicate}
 """
 
@@ -137,7 +137,8 @@ def test_a_predicate_guards_a_whole_vector_instruction(predicate: str) -> None:
     # edge (4 in bounds, 4 out).  One predicate guards one instruction: `bounds` tests its first
     # element (96 < 100, so the instruction runs with 4 elements out of bounds: 32 rows x 4 =
     # 128 per side); `vector` masks it whole (4 in-bounds elements per row never copied: 128).
-    r = both(VEC_EDGE.format(predicate=predicate))
+    tc = '{threads: "(32,8):(8,1)", values: "(1,8):(8,1)", atom: "UniversalCopy<uint128_t>"}'
+    r = both(VEC_EDGE.format(predicate=predicate, tc=tc))
     for side in ("src", "dst"):
         p = result(r, "predicates", 0, side)
         assert p.status == "FAIL" and p.summary["straddling"] == 32
