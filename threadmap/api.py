@@ -18,6 +18,7 @@ memory budget.  :func:`verify` over several paths collects invalid specs in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,20 +33,31 @@ from threadmap.report.model import SpecError as SpecErrorModel
 from threadmap.report.model import SpecRun, VerifyReport
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
-from threadmap.spec.load import LoadedSpec, iter_spec_files, load_spec, with_sizes
+from threadmap.spec.load import LoadedSpec, iter_spec_files, load_spec, loads_spec, with_sizes
 from threadmap.spec.schema import CHECK_ALIASES
 from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, verify_model
 
 __all__ = ["CHECK_NAMES", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names", "load", "models",
            "show", "simulate", "spec_files", "verify", "verify_spec"]
 
-SpecLike = str | Path | LoadedSpec
+SpecLike = str | Path | LoadedSpec | Mapping[str, Any]
 Progress = Callable[[str, int, int], None]
 
 
 def load(spec: SpecLike, sizes: Mapping[str, int] | None = None) -> LoadedSpec:
-    """A validated spec (from a path, or as given), with ``sizes`` overriding its sizes."""
-    loaded = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
+    """A validated spec (from a path, a mapping of its fields, or as given), with ``sizes``
+    overriding its sizes."""
+    if isinstance(spec, LoadedSpec):
+        loaded = spec
+    elif isinstance(spec, Mapping):
+        # a mapping is validated as the JSON text of itself: errors point into that text
+        try:
+            text = json.dumps(spec, indent=1)
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"<dict>:1:1: (spec): not a JSON-like mapping: {e}") from None
+        loaded = loads_spec(text, "json", "<dict>")
+    else:
+        loaded = load_spec(spec)
     return with_sizes(loaded, sizes) if sizes else loaded
 
 
@@ -59,7 +71,7 @@ def check_names(names: Iterable[str] | None) -> frozenset[str] | None:
         if c not in CHECK_NAMES:
             raise ThreadmapError(f"unknown check {n!r}; checks: {', '.join(CHECK_NAMES)}")
         out.add(c)
-        if c in ("grid_coverage", "predicates"):  # decided together
+        if c in ("coverage", "grid_coverage", "predicates"):  # decided together; coverage means both
             out |= {"grid_coverage", "predicates"}
     return frozenset(out)
 
@@ -103,14 +115,21 @@ def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] |
     """Verify specs (paths, directories or loaded specs).  An invalid spec is reported in
     ``errors`` (status ``invalid``) and the others still run; an unexpected failure inside
     threadmap is reported with status ``internal``."""
-    items: list[SpecLike] = [targets] if isinstance(targets, (str, Path, LoadedSpec)) else list(targets)
-    flat: list[SpecLike] = []
-    for it in items:
-        flat.extend(spec_files([it]) if isinstance(it, (str, Path)) else [it])
+    items: list[SpecLike] = [targets] if isinstance(targets, (str, Path, LoadedSpec, Mapping)) \
+        else list(targets)
     check_set = check_names(checks)
     report = VerifyReport(threadmap=__version__, runs=[])
+    flat: list[SpecLike] = []
+    for it in items:
+        if isinstance(it, (str, Path)):
+            try:
+                flat.extend(spec_files([it]))
+            except SpecError as e:  # a missing path is one invalid target; the others still run
+                report.errors.append(SpecErrorModel(path=str(it), message=str(e)))
+        else:
+            flat.append(it)
     for it in flat:
-        name = str(it.path if isinstance(it, LoadedSpec) else it)
+        name = str(it.path if isinstance(it, LoadedSpec) else "<dict>" if isinstance(it, Mapping) else it)
         try:
             report.runs.extend(verify_spec(it, sizes=sizes, checks=check_set, exhaustive=exhaustive,
                                            max_rows=max_rows, progress=progress))

@@ -18,9 +18,10 @@ import click
 import numpy as np
 
 import threadmap.layout as L
-from threadmap.errors import ThreadmapError
+from threadmap.errors import SpecError, ThreadmapError
 from threadmap.layout import parse_int_tuple, print_layout
 from threadmap.layout.calculator import OPS, Show, run_layout
+from threadmap.report.model import SpecError as SpecErrorModel
 
 #: largest rank-2 layout ``layout ... show`` draws, and largest thread-map listing
 MAX_DRAW_CELLS = 1 << 16
@@ -312,8 +313,14 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     import threadmap.api as api
     from threadmap.report.formats import render_table, summary_line, to_json, to_junit, to_sarif
 
-    files = api.spec_files(paths)
-    if not files:
+    files: list[Path] = []
+    missing = []
+    for p in paths:  # a missing path is one invalid target: the others are still verified
+        try:
+            files += api.spec_files([p])
+        except SpecError as e:
+            missing.append(SpecErrorModel(path=p, message=str(e)))
+    if not files and not missing:
         raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
     write = _output(output, files)
     size_env = _parse_sizes(sizes)
@@ -322,6 +329,7 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     with Progress(console=err, transient=True, disable=not err.is_terminal) as prog:
         task = prog.add_task("verifying", total=len(files))
         report = api.verify([], checks=check_set)
+        report.errors += missing
         for f in files:
             prog.update(task, description=f"verifying {f}")
             sub = prog.add_task("  blocks", total=None, visible=False)

@@ -59,6 +59,15 @@ class Show:
         self.layout = layout
 
 
+def _coord_arg(text: str) -> Any:
+    """A coordinate or index: non-negative integers (a negative one has no CuTe meaning: the
+    header's integer division would truncate where Python's floors)."""
+    v = parse_int_tuple(text)
+    if any(int(e) < 0 for e in L.flatten_to_tuple(v)):
+        raise ThreadmapError(f"a coordinate must be non-negative, got {text!r}")
+    return v
+
+
 def _table(x: Any) -> list[int]:
     n = L.size(x)
     if n > MAX_TABLE:
@@ -95,7 +104,7 @@ OPS: dict[str, Op] = {op.name: op for op in [
     Op("downcast", 1, L.downcast, _int_arg, "downcast N"),
     Op("nullspace", 0, L.nullspace),
     Op("get", 1, lambda x, i: L.get(x, i), _int_arg, "get MODE"),
-    Op("eval", 1, lambda x, c: x(c), parse_int_tuple, "eval COORD|INDEX"),
+    Op("eval", 1, lambda x, c: x(c), _coord_arg, "eval COORD|INDEX"),
     Op("table", 0, _table, help="offsets of every index"),
     Op("show", 0, Show, help="print_layout grid (rank 2)"),
 ]}

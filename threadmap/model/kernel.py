@@ -67,6 +67,11 @@ class TensorModel:
     def elem_bytes(self) -> int:
         return max(1, self.elem_bits // 8)
 
+    def offsets(self, coords: Sequence[Any]) -> Any:
+        """Element offsets of top-level coordinates (one per mode: ints, arrays or intervals).
+        A rank-1 layout (``N:1``) takes its one coordinate as such, as CuTe's ``layout(i)``."""
+        return self.layout(tuple(coords) if len(coords) != 1 else coords[0])
+
     @property
     def strides(self) -> tuple[int, ...] | None:
         """Integer strides when the layout is affine in the top-level coordinates (a plain
@@ -531,8 +536,7 @@ class _Builder:
                 offs.append(np.arange(nv))
                 continue
             c = parts[w].coord[0]
-            lay = tensors[s.tensor].layout
-            off = lay(tuple(c[:, k] for k in range(c.shape[1])))
+            off = tensors[s.tensor].offsets([c[:, k] for k in range(c.shape[1])])
             offs.append(np.asarray(off, dtype=np.int64).reshape(-1))
         vbits = gcd(common_vector(offs) * bits, cap_bits)
         return max(1, vbits // bits) if vbits % 8 == 0 else 1

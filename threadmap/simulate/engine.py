@@ -99,7 +99,7 @@ def _affine_strides(side: SideModel, local: tuple[np.ndarray, ...]) -> tuple[int
     try:
         for shift in (0, 1):
             c = tuple(x + shift * (k + 3) for k, x in enumerate(local))
-            ref = np.broadcast_to(np.asarray(tensor.layout(c), dtype=np.int64), local[0].shape)
+            ref = np.broadcast_to(np.asarray(tensor.offsets(c), dtype=np.int64), local[0].shape)
             if not np.array_equal(ref, sum(x * dk for x, dk in zip(c, d, strict=True))):
                 return None
     except Exception:  # noqa: BLE001  (the general path reports the layout's own error)
@@ -337,7 +337,7 @@ class Simulator:
 
     @staticmethod
     def _offsets(tensor: Any, coords: tuple[np.ndarray, ...], n: int) -> np.ndarray:
-        off = np.asarray(tensor.layout(coords), dtype=np.int64).reshape(-1)
+        off = np.asarray(tensor.offsets(coords), dtype=np.int64).reshape(-1)
         if off.size != n:
             off = np.broadcast_to(off, (n,)).copy()
         if tensor.offset:

@@ -68,6 +68,9 @@ MAX_ALIAS_TABLE = 1 << 23
 MAX_ALIAS_SPAN = 1 << 24
 #: how long z3 may look for two aliased coordinates
 ALIAS_SOLVER_MS = 10_000
+#: accesses whose element indices a sparse enumeration (a tensor too large for the byte per
+#: element) may hold: 8 bytes each, a few copies while merging
+MAX_SPARSE_ROWS = 1 << 25
 #: bytes of whole-grid coverage state (one byte per element) the enumeration may allocate
 MAX_BITMAP_BYTES = 1 << 30
 
@@ -269,14 +272,17 @@ class GridEnumeration:
     first found later by :meth:`resolve_pairs`).
     """
 
-    def __init__(self, side: Any, replication: bool) -> None:
+    def __init__(self, side: Any, replication: bool, sparse: bool = False, partial: bool = False) -> None:
         self.side = side
         self.shape = tuple(side.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        if self.size * (4 if replication else 1) > MAX_BITMAP_BYTES:
+        self.sparse = sparse = sparse or partial
+        self.partial = partial
+        if not sparse and self.size * (4 if replication else 1) > MAX_BITMAP_BYTES:
             raise MemoryError(f"whole-grid coverage of {self.size} elements needs {self.size} bytes")
         self.replication = replication
-        self.count = np.zeros(self.size, dtype=np.uint8 if not replication else np.int32)
+        self.count: np.ndarray | SparseCount = SparseCount() if sparse else \
+            np.zeros(self.size, dtype=np.uint8 if not replication else np.int32)
         self.straddles = Straddles(self.shape)
         self.n = {"accesses": 0, "counted": 0, "out_of_bounds": 0}
         self.oob_witness: list[dict[str, Any]] = []
@@ -352,7 +358,9 @@ class GridEnumeration:
         return idx
 
     def _mark(self, idx: np.ndarray) -> None:
-        if self.replication:
+        if isinstance(self.count, SparseCount):
+            self.count.add(idx)
+        elif self.replication:
             np.add.at(self.count, idx, 1)
         else:
             self.count[idx] = 1
@@ -370,18 +378,18 @@ class GridEnumeration:
         for k in (KIND_CAP, MAX_FINDINGS):
             self.missing(k)
         self._reused = True
-        self.count[:] = 0
+        self.count = SparseCount() if self.sparse else np.zeros_like(self.count)
         for t in chunks:
             if len(self.dup_findings) + len(self.pending_pairs) >= KIND_CAP:
                 break
             rows = np.flatnonzero(t.pred & in_bounds(t.coords, self.shape))
             crd = [c[rows] for c in t.coords]
             idx = self._index(crd)
-            prev = self.count[idx]
-            for j in np.flatnonzero(prev > 0)[:KIND_CAP]:
+            prev = self.count.seen(idx) if isinstance(self.count, SparseCount) else self.count[idx] > 0
+            for j in np.flatnonzero(prev)[:KIND_CAP]:
                 self.pending_pairs.append(t.row(int(rows[j])))
             self._within_chunk(t, rows, colex(crd, self.shape))
-            self.count[idx] = 1
+            self._mark(idx)
 
     def _within_chunk(self, t: AccessTable, rows: np.ndarray, idx: np.ndarray) -> None:
         order = np.argsort(idx, kind="stable")
@@ -394,18 +402,23 @@ class GridEnumeration:
     def counts(self) -> GridCounts:
         if self._final is not None:
             return self._final
-        covered = int(np.count_nonzero(self.count))
+        sp = isinstance(self.count, SparseCount)
+        pos = self.count.counts() if isinstance(self.count, SparseCount) else np.zeros(0, dtype=np.int64)
+        covered = int(pos.size) if sp else int(np.count_nonzero(self.count))
         r, dup_rep = 1, 0
         if self.replication:
-            cnt: np.ndarray = np.asarray(self.count)
-            pos = cnt[cnt > 0].astype(np.int64)
+            if not sp:
+                cnt: np.ndarray = np.asarray(self.count)
+                pos = cnt[cnt > 0].astype(np.int64)
             freq = np.bincount(pos)
             vals = np.flatnonzero(freq)
             freq = freq[vals]
             r = int(vals[np.argmax(freq)]) if vals.size else 0
             dup_rep = int(freq.sum() - freq.max()) if vals.size else 0
-        self._final = GridCounts(self.size, self.n["accesses"], self.n["counted"], covered,
-                                 self.n["out_of_bounds"], r, dup_rep)
+        # a partial run judges only what the simulated blocks reached: the elements are the
+        # covered ones and none is missing
+        self._final = GridCounts(covered if self.partial else self.size, self.n["accesses"], self.n["counted"],
+                                 covered, self.n["out_of_bounds"], r, dup_rep)
         return self._final
 
     def missing(self, k: int) -> list[tuple[int, ...]]:
@@ -416,8 +429,11 @@ class GridEnumeration:
             raise RuntimeError("GridEnumeration.missing after witness_duplicates")
         out: list[tuple[int, ...]] = []
         R = len(self.shape)
-        if R == 0 or k <= 0 or self.counts().covered == self.size:
+        if R == 0 or k <= 0 or self.counts().covered == self.counts().elements:
             self._missing[k] = out
+            return out
+        if isinstance(self.count, SparseCount):
+            self._missing[k] = out = self._missing_sparse(k)
             return out
         # the count array as an array indexed [c_{R-1}, ..., c_0]: its C order is colex order
         arr = self.count.reshape([int(self.shape[m]) for m in reversed(self._order)])
@@ -433,6 +449,24 @@ class GridEnumeration:
         self._missing[k] = out
         return out
 
+    def _missing_sparse(self, k: int) -> list[tuple[int, ...]]:
+        """The first ``k`` unreached elements in colex order, by testing candidates in order
+        (at most ``covered + k`` of them)."""
+        assert isinstance(self.count, SparseCount)
+        out: list[tuple[int, ...]] = []
+        step = 1 << 16
+        for start in range(0, self.size, step):
+            lin = np.arange(start, min(self.size, start + step), dtype=np.int64)
+            crd, rest = [], lin
+            for e in self.shape:
+                crd.append(rest % int(e))
+                rest = rest // int(e)
+            miss = lin[~self.count.seen(self._index(crd))]
+            out += [delinearize(int(i), self.shape) for i in miss[:k - len(out)]]
+            if len(out) >= k:
+                break
+        return out
+
     def resolve_pairs(self, first_of: Any) -> None:
         """Turn pending duplicates into pair witnesses; ``first_of(coord, before_block)`` finds
         the earlier accessor (a row dict) of an element."""
@@ -440,6 +474,40 @@ class GridEnumeration:
             self.dup_findings.append(_dup_finding(self.side, second, first_of(second["coordinate"],
                                                                               second["block"])))
         self.pending_pairs.clear()
+
+
+class SparseCount:
+    """Access counts of the elements a partial run reached, by element index (sorted keys and
+    their counts; chunks are merged lazily).  Memory follows the accesses, not the tensor."""
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.vals = np.zeros(0, dtype=np.int64)
+        self.parts: list[np.ndarray] = []
+
+    def add(self, idx: np.ndarray) -> None:
+        self.parts.append(np.array(idx, dtype=np.int64))
+
+    def _merge(self) -> None:
+        if not self.parts:
+            return
+        new = np.concatenate(self.parts)
+        self.parts = []
+        k = np.concatenate([self.keys, new])
+        w = np.concatenate([self.vals, np.ones(new.size, dtype=np.int64)])
+        self.keys, inv = np.unique(k, return_inverse=True)
+        self.vals = np.bincount(inv, weights=w, minlength=self.keys.size).astype(np.int64)
+
+    def counts(self) -> np.ndarray:
+        """The count of every reached element."""
+        self._merge()
+        return self.vals
+
+    def seen(self, idx: np.ndarray) -> np.ndarray:
+        """Per index: reached before."""
+        self._merge()
+        pos = np.minimum(np.searchsorted(self.keys, idx), max(0, self.keys.size - 1))
+        return (self.keys[pos] == idx) if self.keys.size else np.zeros(idx.shape, dtype=bool)
 
 
 class MaskedIndex:
@@ -554,7 +622,7 @@ def _alias_table(tensor: TensorModel, size: int) -> Aliasing:
     for e in tensor.shape:
         crd.append(rest % e)
         rest = rest // e
-    off = np.asarray(tensor.layout(tuple(crd)), dtype=np.int64).reshape(-1)
+    off = np.asarray(tensor.offsets(crd), dtype=np.int64).reshape(-1)
     order = np.argsort(off, kind="stable")
     so = off[order]
     dup = np.r_[False, so[1:] == so[:-1]]

@@ -37,6 +37,7 @@ from threadmap.verify.check import CHECKS, Accumulator, canonical
 from threadmap.verify.coverage import TileCoverage
 from threadmap.verify.grid import (
     MAX_BITMAP_BYTES,
+    MAX_SPARSE_ROWS,
     BlockClasses,
     GridCounts,
     GridEnumeration,
@@ -130,16 +131,22 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides) * (4 if model.expect.replication else 1)
     classes = None if opts.exhaustive else BlockClasses.of(model)
     notes: list[str] = []
-    affordable = total_rows <= opts.max_rows and bitmap <= MAX_BITMAP_BYTES
+    # the whole-grid counts: a byte per element, or (a tensor too large for that) the element
+    # index of every global access, sorted
+    grid_rows = model.num_blocks * sum(sim.plans[(s.stage, s.which)].perm.size for s in grid_sides)
+    sparse = bitmap > MAX_BITMAP_BYTES
+    countable = not sparse or grid_rows <= MAX_SPARSE_ROWS
+    affordable = total_rows <= opts.max_rows and countable
     if opts.exhaustive:
-        if bitmap > MAX_BITMAP_BYTES:
+        if not countable:
             raise WorkTooLarge(f"--exhaustive counts every element of the global tensors: {bitmap} bytes "
-                               f"(about {bitmap / 2**30:.1f} GiB, limit {MAX_BITMAP_BYTES / 2**30:.0f} GiB); "
+                               f"(about {bitmap / 2**30:.1f} GiB, limit {MAX_BITMAP_BYTES / 2**30:.0f} GiB), "
+                               f"or the element of each of their {grid_rows} accesses (limit {MAX_SPARSE_ROWS}); "
                                "the default mode proves the interior by tiling instead")
-        results, simulated, totals = _enumerate(model, sim, opts)
+        results, simulated, totals = _enumerate(model, sim, opts, sparse=sparse)
     elif classes is None or total_rows <= SMALL_ROWS:
         if affordable:
-            results, simulated, totals = _enumerate(model, sim, opts)
+            results, simulated, totals = _enumerate(model, sim, opts, sparse=sparse)
             if classes is None:
                 notes.append("the tiling argument does not apply (a tile coordinate is not an affine function "
                              "of one block coordinate): every block simulated")
@@ -150,7 +157,7 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
         if fallback:
             if affordable:
                 notes.append(f"the tiling argument does not hold ({fallback}): every block simulated")
-                results, simulated, totals = _enumerate(model, sim, opts)
+                results, simulated, totals = _enumerate(model, sim, opts, sparse=sparse)
             else:
                 notes.append(f"the tiling argument does not hold ({fallback})")
                 results, simulated, totals = _partial(model, sim, opts, notes)
@@ -160,14 +167,15 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
 # ----------------------------------------------------------------------------- enumeration
 
 
-def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions,
-               blocks: np.ndarray | None = None) -> tuple[list[CheckResult], int, Totals]:
+def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions, blocks: np.ndarray | None = None,
+               sparse: bool = False) -> tuple[list[CheckResult], int, Totals]:
     st = _accumulators(model, opts, False)
     want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    everything = blocks is None
     for side in model.sides():
         if side.memory == "global" and want_grid:
-            st.grid[(side.stage, side.which)] = GridEnumeration(side, model.expect.replication)
-    everything = blocks is None
+            st.grid[(side.stage, side.which)] = GridEnumeration(side, model.expect.replication, sparse=sparse,
+                                                                 partial=not everything)
     blocks = np.arange(model.num_blocks, dtype=np.int64) if blocks is None else blocks
     # chunks of whole multiples of the cache-sized chunk: fewer, larger steps (the per-chunk
     # cost is mostly per block); coverage's replication groups stay the cache-sized chunks
@@ -526,7 +534,9 @@ def _partial(model: KernelModel, sim: Simulator, opts: RunOptions,
     per = max(1, (4 * CHUNK_ROWS) // max(1, sim.rows_per_block()))
     blocks = np.arange(min(model.num_blocks, per), dtype=np.int64)
     notes.append(f"enumerating {model.num_blocks} blocks is beyond the budget: only the first {blocks.size} "
-                 "were simulated and the counts are partial")
+                 "were simulated and the counts are partial (grid coverage and predicates judge only the "
+                 "elements those blocks reach: duplicates and out-of-bounds accesses among them, no element "
+                 "counts as missing)")
     results, n, _ = _enumerate(model, sim, opts, blocks)
     for r in results:
         r.totals = "partial"
