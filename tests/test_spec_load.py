@@ -490,3 +490,16 @@ def test_committed_schema_file_is_current() -> None:
 
     committed = Path(__file__).resolve().parent.parent / "specs" / "spec.schema.json"
     assert committed.read_text() == schema_json(), "run: threadmap schema > specs/spec.schema.json"
+
+
+@pytest.mark.parametrize("old,new,field,hint", [
+    ('layout: "(M,N):(N,1)", align: 256}', "layout: (M,N):(N,1), align: 256}", 'tensors.x["N):(N"]',
+     "quote it"),
+    ("name: CuTe transpose, smem + swizzle (col_smem_swizzled)", "name: yes", "name", "as a boolean"),
+    ("coverage: exact", "coverage: on", "expect.coverage", "as a boolean"),
+    ("bank_conflicts: 0}", "bank_conflicts: 0, failing_checks: [coalescing]}", "expect", "verdict must be 'fail'"),
+])
+def test_yaml_pitfalls_get_a_hint(old: str, new: str, field: str, hint: str) -> None:
+    assert YAML_SPEC.count(old) == 1
+    _line, _col, path, msg = first_error(YAML_SPEC.replace(old, new))
+    assert path == field and hint in msg, (path, msg)

@@ -288,7 +288,8 @@ FORMATS = ("table", "json", "junit", "sarif")
               help="run only these checks (comma-separated): coverage, grid_coverage, predicates, "
                    "coalescing, bank_conflicts, vectorize, dataflow")
 @click.option("--exhaustive", is_flag=True, help="simulate every block instead of the tiling argument")
-@click.option("-v", "--verbose", is_flag=True, help="show passing checks too")
+@click.option("-v", "--verbose", is_flag=True,
+              help="also list the passing vectorize and predicates rows (hidden by default)")
 @click.option("--check-expected", is_flag=True,
               help="exit 0 when every verdict matches the spec's expect block (for spec libraries "
                    "that include kernels expected to fail); JUnit and SARIF then treat expected "

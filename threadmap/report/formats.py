@@ -87,6 +87,13 @@ def where(r: CheckResult) -> str:
     return f"{r.stage}" + (f".{r.side}" if r.side else "")
 
 
+def run_label(run: SpecRun) -> str:
+    """The spec's name and the sizes of this run (a spec with several size environments has one
+    run per environment)."""
+    sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
+    return f"{run.spec} [{sizes}]" if sizes else run.spec
+
+
 def how(run: SpecRun) -> str:
     """How the run's totals were obtained, for the table caption."""
     if run.totals == "enumerated":
@@ -102,6 +109,9 @@ def _expected_fail(run: SpecRun, check: str) -> bool:
     return canonical(check) in {canonical(c) for c in run.expected_failing}
 
 
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
 def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> None:
     """One table per spec run: a row per check and stage, the first witness of each finding."""
     from rich.table import Table
@@ -111,7 +121,8 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
         tail = " (as expected)" if run.as_expected else f" (expected {run.expected.upper()})"
         title = f"{escape(printable(run.spec))}  [{STATUS_STYLE[verdict]}]{verdict}[/]{tail}"
         sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
-        t = Table(title=title, caption=escape(f"{printable(run.path)}  sizes: {sizes}; {how(run)}"),
+        t = Table(title=title, caption=escape(f"{printable(run.path)}  " + (f"sizes: {sizes}; " if sizes else "")
+                                              + how(run)),
                   title_justify="left", caption_justify="left", expand=False)
         for col in ("check", "stage", "status", "summary"):
             t.add_column(col, overflow="fold")
@@ -119,8 +130,9 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
         for r in run.results:
             if r.status == "PASS" and not verbose and r.check in ("vectorize", "predicates"):
                 continue
-            first = r.findings[0].message if r.findings else ""
-            more = r.total_findings - (1 if r.findings else 0)
+            lead = min(r.findings, key=lambda f: SEVERITY_ORDER[f.severity]) if r.findings else None
+            first = lead.message if lead else ""
+            more = r.total_findings - (1 if lead is not None and lead.severity == "error" else 0)
             if more > 0:
                 first += f" (+{more} more)"
             t.add_row(r.check, where(r), f"[{STATUS_STYLE[r.status]}]{r.status}[/]", escape(headline(r)),
@@ -185,10 +197,10 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
             cases.append(("verdict", None if run.as_expected else
                           f"verdict {run.verdict}, the spec expects {run.expected}", ""))
         fails = sum(1 for _, m, _ in cases if m is not None)
-        suite = ET.SubElement(suites, "testsuite", name=xml_text(run.spec), tests=str(len(cases)),
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(run_label(run)), tests=str(len(cases)),
                               failures=str(fails), skipped="0", time=f"{run.seconds:.3f}", file=xml_text(run.path))
         for name, msg, body in cases:
-            case = ET.SubElement(suite, "testcase", classname=xml_text(run.spec), name=xml_text(name))
+            case = ET.SubElement(suite, "testcase", classname=xml_text(run_label(run)), name=xml_text(name))
             if msg is not None:
                 fe = ET.SubElement(case, "failure", message=xml_text(msg), type=name.split("[")[0])
                 fe.text = xml_text(body)
@@ -222,7 +234,7 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
                 continue
             expected = check_expected and _expected_fail(run, r.check)
             f0 = r.findings[0] if r.findings else None
-            text = f"{run.spec}: stage {where(r)}: " + (f0.message if f0 else f"{r.check} failed")
+            text = f"{run_label(run)}: stage {where(r)}: " + (f0.message if f0 else f"{r.check} failed")
             wit = witness_text(f0.witness) if f0 else ""
             if wit:
                 text = _sentence(text) + f" Witness: {wit}"
@@ -233,7 +245,7 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
                                                        "expected_failure": expected}))
         if check_expected and not run.as_expected:
             results.append(_sarif_result("verdict", "error",
-                                         _sentence(f"{run.spec}: the verdict is {run.verdict}, the spec expects "
+                                         _sentence(f"{run_label(run)}: the verdict is {run.verdict}, the spec expects "
                                                    f"{run.expected}" + (f" with failing checks "
                                                                         f"{', '.join(run.expected_failing)}"
                                                                         if run.expected_failing else "")),

@@ -113,6 +113,11 @@ COMMA_HINT = ("; in a YAML flow list [a, b] a comma splits items: quote expressi
                "contain commas, e.g. [\"ceil_div(M, 16)\", \"ceil_div(N, 16)\"]")
 
 
+LAYOUT_HINT = ("; inside a YAML flow mapping {...} a colon and a comma split an unquoted layout into "
+               "keys: quote it, e.g. layout: \"(M,N):(N,1)\"")
+BOOL_HINT = "; YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the word"
+
+
 def unbalanced(value: Any) -> bool:
     """A string (or a list holding one) with unbalanced parentheses: the mark of an
     expression that a YAML flow list split at its comma."""
@@ -138,7 +143,8 @@ def _message(p: _Problem, data: Any) -> str:
     if p.etype == "missing":
         return f"missing required field {show(p.field)}"
     if p.etype == "extra_forbidden":
-        return f"unknown field {show(p.field)}"
+        hint = LAYOUT_HINT if isinstance(p.field, str) and any(c in p.field for c in "():") else ""
+        return f"unknown field {show(p.field)}{hint}"
     value = (p.path[-1] if p.path else _MISSING) if p.is_key else _node(data, p.path)
     if value is _MISSING:
         return msg
@@ -146,6 +152,8 @@ def _message(p: _Problem, data: Any) -> str:
         msg = f"{msg} (got {show(value)})"
     if unbalanced(value):
         msg += COMMA_HINT
+    if isinstance(value, bool) and p.etype in ("string_type", "literal_error"):
+        msg += BOOL_HINT
     return msg
 
 

@@ -102,7 +102,7 @@ class ThreadMapSpec(_Model):
 
 
 class MmaSpec(_Model):
-    """An MMA partition: ``make_tiled_mma(atom, atom_layout, permutation)`` then partition_X."""
+    """An MMA partition: ``make_tiled_mma(atom, atom_layout)`` then ``partition_A``/``B``/``C``."""
 
     atom: str = Field(description="MMA atom name, e.g. SM80_16x8x16_F32F16F16F32_TN")
     atom_layout: str = Field("1:0", description="layout of atoms over (M,N,K)")
@@ -187,6 +187,13 @@ class Expect(_Model):
             if name not in CHECK_NAMES and name not in CHECK_ALIASES:
                 raise ValueError(f"unknown check {name!r}; checks: {', '.join(CHECK_NAMES)}")
         return v
+
+    @model_validator(mode="after")
+    def _failing_needs_fail(self) -> Expect:
+        if self.failing_checks and self.verdict == "pass":
+            raise ValueError("failing_checks names checks expected to fail, so the verdict must be 'fail' "
+                             "(add verdict: fail)")
+        return self
 
 
 class Spec(_Model):
