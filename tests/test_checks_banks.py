@@ -65,6 +65,18 @@ def test_vector_widths_phases() -> None:
     assert check_bank_conflicts(t4).summary["max_wavefronts"] == 1
 
 
+def test_witness_lists_each_lane_word_once() -> None:
+    # 128-bit f16 reads (8 halves = 4 words per lane), each lane a new 64-half row: a lane's two
+    # halves of one word are one word of the witness, not two
+    t = build_table(lambda b, t, s, ln: (t, s * 8 + ln), threads=32, steps=8, vec=8, shape=(32, 64),
+                    memory="shared", elem_bytes=2)
+    r = check_bank_conflicts(t)
+    w = r.summary["worst"]
+    pairs = [(d["warp_lane"], d["word"]) for d in w["lanes"]]
+    assert len(pairs) == len(set(pairs)) == w["distinct_words"] == 8  # 8 lanes of a phase, one word each
+    assert r.findings and "lane 0: word 0, lane 1: word 32" in r.findings[0].message
+
+
 def test_global_is_skipped() -> None:
     g = build_table(lambda b, t, s, ln: (t, s), threads=32, steps=1, shape=(32, 32))
     assert check_bank_conflicts(g).status == "SKIP"

@@ -175,7 +175,8 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
     sector map of one warp instruction."""
     from threadmap.render import access_map, page_svg, tile_grid
 
-    model = models(spec, sizes)[0]
+    envs = models(spec, sizes)
+    model = envs[0]
     if not 0 <= block < model.num_blocks:
         raise ThreadmapError(f"--block {block} is outside the grid's {model.num_blocks} blocks")
     if not 0 <= warp < model.warps:
@@ -184,7 +185,11 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
         raise ThreadmapError(f"--stage {stage}: no copy stage with that index "
                              f"(copies: {', '.join(str(c.index) for c in model.copies())})")
     sim = Simulator(model)
-    parts: list[str] = []
+    env = ", ".join(f"{k}={v}" for k, v in model.env.items())
+    head = f"{model.loaded.spec.name}: " + (f"sizes {env}, " if env else "") + f"grid {model.grid}, block {block}"
+    if len(envs) > 1:
+        head += f" (the first of {len(envs)} size environments; choose one with --sizes)"
+    parts: list[str] = [head]
     tables: list[AccessTable] = []
     for cp in model.copies():
         if stage is not None and cp.index != stage:
