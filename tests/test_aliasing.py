@@ -25,7 +25,8 @@ def _tensor(text: str) -> SimpleNamespace:
     lay = parse_layout(text)
     shp = lay.shape if isinstance(lay.shape, tuple) else (lay.shape,)
     from threadmap.layout import size
-    return SimpleNamespace(layout=lay, shape=tuple(int(size(m)) for m in shp))
+    return SimpleNamespace(layout=lay, shape=tuple(int(size(m)) for m in shp),
+                           offsets=lambda c: lay(tuple(c) if len(c) != 1 else c[0]))
 
 
 def _brute(t: SimpleNamespace) -> tuple[int, dict[int, int]]:

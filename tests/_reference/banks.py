@@ -108,12 +108,14 @@ class BankConflicts(Accumulator):
             for wd in hw.words(int(t.addr[r]), e):
                 served.setdefault(wd % hw.NUM_BANKS, set()).add(wd)
         bank = max(served, key=lambda b: (len(served[b]), -b)) if served else 0
+        seen: set[tuple[int, int]] = set()  # the witness wording of the current checks: a lane's word once
         for r in rows:
             if int(t.lane[r]) // per != phase:
                 continue
             a = int(t.addr[r])
             for wd in hw.words(a, e):
-                if wd % hw.NUM_BANKS == bank:
+                if wd % hw.NUM_BANKS == bank and (int(t.lane[r]), wd) not in seen:
+                    seen.add((int(t.lane[r]), wd))
                     lanes.append({"warp_lane": int(t.lane[r]), "thread": int(t.thread[r]), "word": wd,
                                   "address": a, "coordinate": tuple(int(c[r]) for c in t.coords)})
         lanes.sort(key=lambda d: (d["warp_lane"], d["address"]))
