@@ -355,8 +355,8 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
         text = {"json": to_json, "junit": lambda r: to_junit(r, check_expected),
                 "sarif": lambda r: to_sarif(r, check_expected)}[fmt](report)
         write(text)
-    for e in report.errors:
-        click.echo(f"threadmap: error: {_one_line(e.message)}", err=True)
+    for bad in report.errors:
+        click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
     sys.exit(report.exit_status(check_expected))
 
 

@@ -38,6 +38,7 @@ and alignment are invariant under shifts by multiples of 128 bytes).
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -402,14 +403,15 @@ class GridEnumeration:
     def counts(self) -> GridCounts:
         if self._final is not None:
             return self._final
-        sp = isinstance(self.count, SparseCount)
-        pos = self.count.counts() if isinstance(self.count, SparseCount) else np.zeros(0, dtype=np.int64)
-        covered = int(pos.size) if sp else int(np.count_nonzero(self.count))
+        if isinstance(self.count, SparseCount):
+            pos = self.count.counts()
+            covered = int(pos.size)
+        else:
+            covered = int(np.count_nonzero(self.count))
+            if self.replication:
+                pos = self.count[self.count > 0].astype(np.int64)
         r, dup_rep = 1, 0
         if self.replication:
-            if not sp:
-                cnt: np.ndarray = np.asarray(self.count)
-                pos = cnt[cnt > 0].astype(np.int64)
             freq = np.bincount(pos)
             vals = np.flatnonzero(freq)
             freq = freq[vals]
@@ -586,7 +588,8 @@ def aliasing(tensor: TensorModel) -> Aliasing:
     found = _alias_pair(shape, strides)
     pair = None
     if isinstance(found, tuple):  # flat coordinates -> the tensor's: one colexicographic index
-        a, b = (delinearize(int(colex(c, shape)), tensor.shape) for c in found)
+        a, b = (delinearize(sum(x * m for x, m in zip(c, _colex_strides(shape), strict=True)), tensor.shape)
+                for c in found)
         pair = (a, b)
     if hist is not None:
         return Aliasing(int(hist[hist >= 2].sum()), pair)
@@ -595,6 +598,14 @@ def aliasing(tensor: TensorModel) -> Aliasing:
     if pair is None:
         return Aliasing(0, None, decided=False)
     return Aliasing(2, pair, exact=False)
+
+
+def _colex_strides(shape: Sequence[int]) -> list[int]:
+    out, m = [], 1
+    for e in shape:
+        out.append(m)
+        m *= int(e)
+    return out
 
 
 def strided_form(layout: Any) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -686,7 +697,8 @@ def _alias_pair(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int
     m = s.model()
     a = tuple(m.eval(x, model_completion=True).as_long() for x in c)
     b = tuple(m.eval(x, model_completion=True).as_long() for x in e)
-    return (a, b) if int(colex(a, shape)) < int(colex(b, shape)) else (b, a)
+    mult = _colex_strides(shape)
+    return (a, b) if sum(map(operator.mul, a, mult)) < sum(map(operator.mul, b, mult)) else (b, a)
 
 
 def _disjoint_strides(shape: Sequence[int], strides: Sequence[int] | None) -> bool:
