@@ -133,8 +133,10 @@ def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] |
         try:
             report.runs.extend(verify_spec(it, sizes=sizes, checks=check_set, exhaustive=exhaustive,
                                            max_rows=max_rows, progress=progress))
-        except (SpecError, WorkTooLarge) as e:
+        except SpecError as e:
             report.errors.append(SpecErrorModel(path=name, message=str(e)))
+        except WorkTooLarge as e:
+            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}"))
         except ThreadmapError as e:
             report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}"))
         except (MemoryError, RecursionError) as e:

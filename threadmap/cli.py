@@ -99,31 +99,41 @@ def _parse_sizes(text: str | None) -> dict[str, int] | None:
     return out
 
 
-def _output(path: str | None, inputs: list[Path]) -> Callable[[str], None]:
+def _output(path: str | None, inputs: list[Path], flag: str = "-o") -> Callable[[str], None]:
     """A writer for ``-o PATH`` (stdout when None), checked before any work is done."""
     if path is None:
         return lambda text: click.echo(text, nl=not text.endswith("\n"))
+    shown = _path_text(path)
+    if not path.strip():
+        raise UsageError(f"{flag}: the output path is empty")
     p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"-o {path}: is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"-o {path}: directory {parent} does not exist")
     try:
+        if p.is_dir():
+            raise UsageError(f"{flag} {shown}: is a directory")
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"{flag} {shown}: directory {_path_text(str(parent))} does not exist")
         target = p.resolve()
         for i in inputs:
             if i.exists() and i.resolve() == target:
-                raise UsageError(f"-o {path} would overwrite the input spec {i}")
+                raise UsageError(f"{flag} {shown} would overwrite the input spec {_path_text(str(i))}")
     except OSError as e:
-        raise UsageError(f"-o {path}: {e.strerror or e}") from None
+        raise UsageError(f"{flag} {shown}: {e.strerror or e}") from None
 
     def write(text: str) -> None:
         try:
             with open(p, "w", encoding="utf-8", errors="backslashreplace") as f:
                 f.write(text)
         except OSError as e:
-            raise UsageError(f"-o {path}: cannot write: {e.strerror or e}") from None
+            raise UsageError(f"{flag} {shown}: cannot write: {e.strerror or e}") from None
     return write
+
+
+def _path_text(path: str) -> str:
+    """A path for a one-line message: control characters (a newline in a file name) escaped."""
+    from threadmap.report.formats import printable
+
+    return printable(path)
 
 
 # ----------------------------------------------------------------------------- layout
@@ -363,12 +373,19 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
 # ----------------------------------------------------------------------------- simulate / show
 
 
-def _parse_blocks(text: str, n: int) -> np.ndarray:
+def _parse_blocks(text: str, n: int, max_ids: int | None = None) -> np.ndarray:
+    """Block ids from ``--blocks``; more than ``max_ids`` is refused before anything is allocated."""
+    def afford(count: int) -> None:
+        if max_ids is not None and count > max_ids:
+            raise UsageError(f"--blocks {text!r} selects {count} blocks; at most {max_ids} fit the dump budget "
+                             "(choose fewer --blocks)")
     if text == "all":
+        afford(n)
         return np.arange(n, dtype=np.int64)
     try:
         if ":" in text:
             a, b = (int(x) for x in text.split(":", 1))
+            afford(max(0, min(b, n) - max(0, a)))
             ids = np.arange(max(0, a), min(b, n), dtype=np.int64)
         else:
             ids = np.array([int(x) for x in text.split(",")], dtype=np.int64)
@@ -400,8 +417,8 @@ def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str, size
     from threadmap.simulate.engine import Simulator
 
     model = api.models(spec_path, _parse_sizes(sizes))[0]
-    ids = _parse_blocks(blocks, model.num_blocks)
     sim = Simulator(model)
+    ids = _parse_blocks(blocks, model.num_blocks, MAX_SIMULATE_ROWS // max(1, sim.rows_per_block()))
     rows = ids.size * sim.rows_per_block()
     if rows > MAX_SIMULATE_ROWS:
         raise UsageError(f"{ids.size} blocks make {rows} access rows; simulate dumps at most {MAX_SIMULATE_ROWS} "
@@ -425,7 +442,7 @@ def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str, size
         try:
             Path(output).write_bytes(buf.getvalue())
         except OSError as e:
-            raise UsageError(f"-o {output}: cannot write: {e.strerror or e}") from None
+            raise UsageError(f"-o {_path_text(output)}: cannot write: {e.strerror or e}") from None
         return
     if fmt == "json":
         doc = [{"stage": t.stage, "side": t.side, "tensor": t.tensor, "memory": t.memory, "vec": t.vec,
@@ -466,7 +483,7 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
     """
     import threadmap.api as api
 
-    write_svg = _output(svg_path, [Path(spec_path)]) if svg_path else None
+    write_svg = _output(svg_path, [Path(spec_path)], "--svg") if svg_path is not None else None
     res = api.show(spec_path, sizes=_parse_sizes(sizes), stage=stage, block=block, warp=warp, step=step,
                    svg=svg_path is not None)
     click.echo(res.text)

@@ -81,6 +81,8 @@ __all__ = [
 ]
 
 HEADER = "cutlass/transform/pitch_linear_thread_map.h"
+#: accessed elements (all threads) a thread map may list: the coordinates are materialised
+MAX_COORDINATES = 1 << 26
 
 #: int | np.ndarray | Sym: the value type of the one evaluation core (all support + - * // %)
 V: TypeAlias = Any
@@ -198,6 +200,12 @@ class PitchLinearThreadMap(ABC):
 
     def coordinates(self) -> np.ndarray:
         """Every accessed element in iterator order (see the module docstring for the axes)."""
+        per = self.elements_per_access if not self.has_access_shape_axis else \
+            self.thread_access_shape.contiguous * self.thread_access_shape.strided
+        n = int(self.threads) * int(self.iterations.strided) * int(self.iterations.contiguous) * int(per)
+        if n > MAX_COORDINATES or per > MAX_COORDINATES:
+            raise ThreadMapError(f"{self.cxx_type} accesses {n} elements over its threads, {per} per access; "
+                                 f"threadmap lists at most {MAX_COORDINATES}")
         off = self.access_offsets()  # (T, S, C, 2)
         if not self.has_access_shape_axis:
             v = np.arange(self.elements_per_access, dtype=np.int64)

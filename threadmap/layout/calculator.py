@@ -19,6 +19,7 @@ import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.layout import layout as L
+from threadmap.layout.dispatch import LayoutLike
 from threadmap.layout.parse import CONSTRUCTORS, _as_fn, parse_int_tuple, parse_layout, run_parser
 
 #: largest table ``table`` prints
@@ -68,11 +69,17 @@ def _coord_arg(text: str) -> Any:
     return v
 
 
-def _table(x: Any) -> list[int]:
+def _table(x: Any) -> list[Any]:
     n = L.size(x)
     if n > MAX_TABLE:
         raise ThreadmapError(f"table of {n} entries is too large to print (limit 2^20)")
-    return [int(v) for v in np.asarray(x(np.arange(n)))]
+    vals = x(np.arange(n))
+    if isinstance(vals, np.ndarray):
+        return [int(v) for v in np.broadcast_to(vals, (n,))]
+    # basis strides (1@2): each value is a coordinate tuple, one per index
+    if n > MAX_TABLE // 16:
+        raise ThreadmapError(f"table of {n} coordinate values is too large to print (limit 2^16)")
+    return [str(x(i)) for i in range(n)]
 
 
 OPS: dict[str, Op] = {op.name: op for op in [
@@ -152,6 +159,11 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 }
 
 
+def _brief(x: Any) -> str:
+    text = f"a table of {len(x)} offsets" if isinstance(x, list) else "a drawing" if isinstance(x, Show) else str(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _is_call(text: str) -> bool:
     head = text.lstrip().split("(", 1)[0].strip()
     return head.isidentifier() and head in FUNCTIONS
@@ -175,6 +187,8 @@ def run_layout(tokens: list[str]) -> list[tuple[str, Any]]:
         if op is None:
             raise ThreadmapError(f"unknown operation {name!r}; known: {', '.join(OPS)}")
         i += 1
+        if not isinstance(cur, (L.Layout, LayoutLike)):
+            raise ThreadmapError(f"{name} applies to a layout; the step before it gave {_brief(cur)}")
         args: list[Any] = []
         if op.nargs == 1:
             if i >= len(tokens):

@@ -269,8 +269,15 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
     return json.dumps(doc, indent=1)
 
 
+def _uri(path: str) -> str:
+    """A file path as a relative URI reference (RFC 3986): unsafe characters percent-encoded."""
+    from urllib.parse import quote
+
+    return quote(path.replace("\\", "/"), safe="/", errors="backslashreplace")
+
+
 def _sarif_result(rule: str, level: str, text: str, path: str, line: int, props: dict[str, Any]) -> dict[str, Any]:
     return {"ruleId": rule, "level": level, "message": {"text": text},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(path)},
                                                 "region": {"startLine": max(1, int(line))}}}],
             "properties": props}

@@ -27,6 +27,7 @@ fields it is the unknown key; otherwise it is the offending value.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -194,12 +195,27 @@ def with_sizes(loaded: LoadedSpec, sizes: Mapping[str, int]) -> LoadedSpec:
     return replace(loaded, spec=spec, envs=tuple(envs), max_env=top)
 
 
+#: directory entries a directory argument may hold (all levels): a spec library, not a disk
+MAX_SCAN = 200_000
+
+
 def iter_spec_files(path: str | Path) -> list[Path]:
     """Spec files under ``path`` (itself if a file), sorted; JSON Schema files
-    (``*.schema.json``) are skipped."""
+    (``*.schema.json``) are skipped, as are directories that cannot be read and symbolic links
+    to directories (no cycles).  More than ``MAX_SCAN`` entries is an error."""
     p = Path(path)
     if p.is_file():
         return [p]
-    return sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SPEC_SUFFIXES
-                  and not f.name.endswith(".schema.json"))
+    out: list[Path] = []
+    seen = 0
+    for root, dirs, files in os.walk(p, followlinks=False, onerror=lambda e: None):
+        seen += len(dirs) + len(files)
+        if seen > MAX_SCAN:
+            raise SpecError(f"{path}:1:1: (file): more than {MAX_SCAN} entries under this directory: name the "
+                            "folder of the specs")
+        for name in files:
+            f = Path(root) / name
+            if f.suffix.lower() in SPEC_SUFFIXES and not name.endswith(".schema.json") and f.is_file():
+                out.append(f)
+    return sorted(out)
 

@@ -56,6 +56,10 @@ MAX_ROWS = 1 << 28
 SMALL_ROWS = 1 << 18
 #: rows of all stages in one chunk of the enumeration (a multiple of the simulator's chunk)
 ENUM_ROWS = 1 << 20
+#: peak bytes per access row of a chunk (its tables and the checks' temporaries), measured on
+#: large MMA partitions; one block's rows are never split, so a block must fit the budget
+BYTES_PER_ROW = 700
+MAX_CHUNK_BYTES = 5 << 29
 
 SIDE_ORDER = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize")
 
@@ -126,7 +130,12 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     opts = opts or RunOptions()
     t0 = time.perf_counter()
     sim = Simulator(model)
-    total_rows = model.num_blocks * sim.rows_per_block()
+    per_block = sim.rows_per_block()
+    if per_block * BYTES_PER_ROW > MAX_CHUNK_BYTES:
+        raise WorkTooLarge(f"one CTA makes {per_block} accesses over all stages; its tables and checks need about "
+                           f"{per_block * BYTES_PER_ROW / 2**30:.1f} GiB at once (limit "
+                           f"{MAX_CHUNK_BYTES / 2**30:.1f} GiB): fewer values per thread or a smaller tile")
+    total_rows = model.num_blocks * per_block
     grid_sides = [s for s in model.sides() if s.memory == "global"]
     bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides) * (4 if model.expect.replication else 1)
     classes = None if opts.exhaustive else BlockClasses.of(model)
