@@ -1,33 +1,6 @@
 """CUTLASS 2.x thread maps, with the names of the C++ headers."""
 
-from threadmap.cutlass.pitch_linear_thread_map import (
-    THREAD_MAPS,
-    PitchLinear2DThreadTileStripminedThreadMap,
-    PitchLinearShape,
-    PitchLinearStridedWarpRakedThreadMap,
-    PitchLinearStripminedThreadMap,
-    PitchLinearThreadMap,
-    PitchLinearTilePolicyStripminedThreadContiguous,
-    PitchLinearTilePolicyStripminedThreadStrided,
-    PitchLinearWarpRakedThreadMap,
-    PitchLinearWarpStripedThreadMap,
-    TransposePitchLinearThreadMap,
-    TransposePitchLinearThreadMap2DThreadTile,
-    TransposePitchLinearThreadMapSimt,
-)
+from threadmap.cutlass import pitch_linear_thread_map as _pl
+from threadmap.cutlass.pitch_linear_thread_map import *  # noqa: F403  (the header's names, listed there)
 
-__all__ = [
-    "THREAD_MAPS",
-    "PitchLinear2DThreadTileStripminedThreadMap",
-    "PitchLinearShape",
-    "PitchLinearStridedWarpRakedThreadMap",
-    "PitchLinearStripminedThreadMap",
-    "PitchLinearThreadMap",
-    "PitchLinearTilePolicyStripminedThreadContiguous",
-    "PitchLinearTilePolicyStripminedThreadStrided",
-    "PitchLinearWarpRakedThreadMap",
-    "PitchLinearWarpStripedThreadMap",
-    "TransposePitchLinearThreadMap",
-    "TransposePitchLinearThreadMap2DThreadTile",
-    "TransposePitchLinearThreadMapSimt",
-]
+__all__ = list(_pl.__all__)

@@ -469,6 +469,27 @@ class _WarpMap(PitchLinearThreadMap):
             f"divides by kWarpsStrided = 0 (compile error, header line 295)", None,
         )
 
+    def _arrange_warps(self, n: str, warps_contiguous: int, warps_strided: int, line: int) -> None:
+        """``WarpArrangement`` and ``Iterations = WarpAccessIterations / WarpArrangement``, with the
+        header's ``static_assert(Iterations::kCount)`` at ``line``."""
+        wai = self.warp_access_iterations
+        self.warps_contiguous, self.warps_strided = warps_contiguous, warps_strided
+        self.warp_arrangement = PitchLinearShape(warps_contiguous, warps_strided)
+        self.iterations = PitchLinearShape(wai.contiguous // warps_contiguous, wai.strided // warps_strided)
+        _require(
+            self.iterations.count != 0, n,
+            f"Number of iterations must be non-zero: Iterations = {tuple(self.iterations)} "
+            f"(WarpAccessIterations {tuple(wai)} over WarpArrangement "
+            f"{tuple(self.warp_arrangement)})", line,
+        )
+
+    def _raked_offset(self, thread_id: V) -> tuple[V, V]:
+        """The warp-raked ``initial_offset``: warp footprint ``(WTA.c * It.c, WTA.s * It.s)``."""
+        wta, it = self.warp_thread_arrangement, self.iterations
+        return self._warp_offset(
+            thread_id, PitchLinearShape(wta.contiguous * it.contiguous, wta.strided * it.strided)
+        )
+
     def _warp_offset(self, thread_id: V, footprint: PitchLinearShape) -> tuple[V, V]:
         """``warp_footprint * warp_offset + thread_offset_in_warp``, scaled to elements, with
         ``warp_offset = (warp_id % kWarpsContiguous, warp_id / kWarpsContiguous)`` and
@@ -514,28 +535,15 @@ class PitchLinearWarpRakedThreadMap(_WarpMap):
         n = self._common(shape, threads, warp_thread_arrangement, elements_per_access)
         self._raked_checks(n)
         wai, wc = self.warp_access_iterations, self.warp_count
-        self.warps_strided = min(wc, wai.strided)
-        self.warps_contiguous = wc // self.warps_strided if wc > wai.strided else 1
-        self.warp_arrangement = PitchLinearShape(self.warps_contiguous, self.warps_strided)
-        self.iterations = PitchLinearShape(
-            wai.contiguous // self.warps_contiguous, wai.strided // self.warps_strided
-        )
+        ws = min(wc, wai.strided)
         # header line 298: static_assert(Iterations::kCount, "Number of iterations must be non-zero")
-        _require(
-            self.iterations.count != 0, n,
-            f"Number of iterations must be non-zero: Iterations = {tuple(self.iterations)} "
-            f"(WarpAccessIterations {tuple(wai)} over WarpArrangement "
-            f"{tuple(self.warp_arrangement)})", 298,
-        )
+        self._arrange_warps(n, wc // ws if wc > wai.strided else 1, ws, 298)
         wta = self.warp_thread_arrangement
         self.delta = PitchLinearShape(wta.contiguous * self.elements_per_access, wta.strided)
 
     def initial_offset(self, thread_id: V) -> tuple[V, V]:
         """Warp footprint ``(WTA.c * It.c, WTA.s * It.s)``; see the class docstring."""
-        wta, it = self.warp_thread_arrangement, self.iterations
-        return self._warp_offset(
-            thread_id, PitchLinearShape(wta.contiguous * it.contiguous, wta.strided * it.strided)
-        )
+        return self._raked_offset(thread_id)
 
 
 class PitchLinearStridedWarpRakedThreadMap(_WarpMap):
@@ -573,27 +581,14 @@ class PitchLinearStridedWarpRakedThreadMap(_WarpMap):
         self.shape_in_accesses = base.shape_in_accesses
         wai = self.warp_access_iterations = base.warp_access_iterations
         wc = self.warp_count
-        self.warps_contiguous = min(wc, wai.contiguous)
-        self.warps_strided = wc // self.warps_contiguous if wc > wai.contiguous else 1
-        self.warp_arrangement = PitchLinearShape(self.warps_contiguous, self.warps_strided)
-        self.iterations = PitchLinearShape(
-            wai.contiguous // self.warps_contiguous, wai.strided // self.warps_strided
-        )
+        wcont = min(wc, wai.contiguous)
         # header line 427: static_assert(Iterations::kCount, "Number of iterations must be non-zero")
-        _require(
-            self.iterations.count != 0, n,
-            f"Number of iterations must be non-zero: Iterations = {tuple(self.iterations)} "
-            f"(WarpAccessIterations {tuple(wai)} over WarpArrangement "
-            f"{tuple(self.warp_arrangement)})", 427,
-        )
+        self._arrange_warps(n, wcont, wc // wcont if wc > wai.contiguous else 1, 427)
         self.delta = base.delta
 
     def initial_offset(self, thread_id: V) -> tuple[V, V]:
         """Warp footprint ``(WTA.c * It.c, WTA.s * It.s)`` with this map's Iterations."""
-        wta, it = self.warp_thread_arrangement, self.iterations
-        return self._warp_offset(
-            thread_id, PitchLinearShape(wta.contiguous * it.contiguous, wta.strided * it.strided)
-        )
+        return self._raked_offset(thread_id)
 
 
 class PitchLinearWarpStripedThreadMap(_WarpMap):

@@ -24,8 +24,8 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, register, skipped
-from threadmap.verify.util import as_tables, ones
+from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
+from threadmap.verify.util import as_tables
 
 _BIG = np.int64(1) << 62
 
@@ -177,10 +177,7 @@ def check_bank_conflicts(tables: AccessTable | Sequence[AccessTable], *, max_ext
     ts = as_tables(tables)
     if ts[0].memory != "shared":
         return skipped("bank_conflicts", ts[0], f"{ts[0].memory} memory: bank conflicts apply to shared memory")
-    acc = BankConflicts(ts[0], max_extra)  # type: ignore[arg-type]
-    for t in ts:
-        acc.add(t, ones(t))
-    return acc.result()
+    return feed_all(BankConflicts(ts[0], max_extra), ts)  # type: ignore[arg-type]
 
 
 @register

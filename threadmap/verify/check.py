@@ -78,6 +78,13 @@ def register(cls: type[Check]) -> type[Check]:
     return cls
 
 
+def feed_all(acc: Accumulator, tables: Sequence[Any]) -> CheckResult:
+    """Plain enumeration: every chunk of a side's table with weight 1 per block, then the result."""
+    for t in tables:
+        acc.add(t, np.ones(t.blocks.size, dtype=np.int64))
+    return acc.result()
+
+
 def skipped(check: str, side: Any, reason: str) -> CheckResult:
     """A SKIP result for ``side`` (a SideModel or an AccessTable) with the reason."""
     return CheckResult(check=check, stage=None if side is None else side.stage,

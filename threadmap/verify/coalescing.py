@@ -27,8 +27,8 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, register, skipped
-from threadmap.verify.util import as_tables, ones
+from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
+from threadmap.verify.util import as_tables
 
 _BIG = np.int64(1) << 62
 
@@ -188,10 +188,7 @@ def check_coalescing(tables: AccessTable | Sequence[AccessTable], *, max_ratio: 
     ts = as_tables(tables)
     if ts[0].memory != "global":
         return skipped("coalescing", ts[0], f"{ts[0].memory} memory: coalescing applies to global memory")
-    acc = Coalescing(ts[0], max_ratio)  # type: ignore[arg-type]
-    for t in ts:
-        acc.add(t, ones(t))
-    return acc.result()
+    return feed_all(Coalescing(ts[0], max_ratio), ts)  # type: ignore[arg-type]
 
 
 @register

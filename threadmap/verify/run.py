@@ -221,16 +221,22 @@ def _first_accessor(model: KernelModel, sim: Simulator, side: SideModel) -> Call
     assert isinstance(cp, CopyModel)
 
     def first(coord: tuple[int, ...], before: int) -> dict[str, Any] | None:
-        for ch in sim.chunks(np.arange(before + 1, dtype=np.int64)):
-            t = sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
-            hit = t.pred.copy()
-            for c, x in zip(t.coords, coord, strict=True):
-                hit &= c == x
-            rows = np.flatnonzero(hit)
-            if rows.size:
-                return t.row(int(rows[0]))
-        return None
+        return _first_active(sim, cp, side, np.arange(before + 1, dtype=np.int64), coord)
     return first
+
+
+def _first_active(sim: Simulator, cp: CopyModel, side: SideModel, blocks: np.ndarray,
+                  coord: tuple[int, ...]) -> dict[str, Any] | None:
+    """The first active access of ``coord`` on ``side`` among ``blocks`` (in order), as a row."""
+    for ch in sim.chunks(blocks):
+        t = sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
+        hit = t.pred.copy()
+        for c, x in zip(t.coords, coord, strict=True):
+            hit &= c == x
+        rows = np.flatnonzero(hit)
+        if rows.size:
+            return t.row(int(rows[0]))
+    return None
 
 
 def _attach(tables: list[Any]) -> None:
@@ -505,7 +511,6 @@ def _accessor(model: KernelModel, sim: Simulator, cp: CopyModel, side: SideModel
               coord: tuple[int, ...]) -> dict[str, Any] | None:
     """An active access of ``coord`` on ``side``: its block found from the tile coordinates
     (affine case) or by search."""
-    ti = 0 if side.which == "src" else 1
     cand: list[int] = []
     if side.at_affine is not None and all(len(f.coef) <= 1 for f in side.at_affine):
         point = dict.fromkeys(BLOCK_NAMES, 0)
@@ -526,15 +531,7 @@ def _accessor(model: KernelModel, sim: Simulator, cp: CopyModel, side: SideModel
     elif side.at is None:
         cand = [0]
     blocks = np.asarray(cand, dtype=np.int64) if cand else np.arange(min(model.num_blocks, 4096))
-    for ch in sim.chunks(blocks):
-        t = sim.stage_tables(cp, ch)[ti]
-        hit = t.pred.copy()
-        for c, x in zip(t.coords, coord, strict=True):
-            hit &= c == x
-        rows = np.flatnonzero(hit)
-        if rows.size:
-            return t.row(int(rows[0]))
-    return None
+    return _first_active(sim, cp, side, blocks, coord)
 
 
 def _partial(model: KernelModel, sim: Simulator, opts: RunOptions,

@@ -23,9 +23,9 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, VectorizeSummary
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, register, skipped
+from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
 from threadmap.verify.coalescing import access_legality
-from threadmap.verify.util import as_tables, ones
+from threadmap.verify.util import as_tables
 
 
 def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes: int,
@@ -180,10 +180,7 @@ def check_vectorize(tables: AccessTable | Sequence[AccessTable], *, min_bits: in
     ts = as_tables(tables)
     if ts[0].memory == "register":
         return skipped("vectorize", ts[0], "register side: any vector width is legal")
-    acc = Vectorize(ts[0], min_bits)  # type: ignore[arg-type]
-    for t in ts:
-        acc.add(t, ones(t))
-    return acc.result()
+    return feed_all(Vectorize(ts[0], min_bits), ts)  # type: ignore[arg-type]
 
 
 @register
