@@ -28,7 +28,7 @@ from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
-from threadmap.verify.util import as_tables
+from threadmap.verify.util import as_tables, vector_fault
 
 _BIG = np.int64(1) << 62
 
@@ -135,16 +135,9 @@ class Coalescing(Accumulator):
 
     @staticmethod
     def _misaligned(t: AccessTable, j: int, cont: bool, al: bool) -> Finding:
-        w = t.row(j * t.vec)
+        w, why = vector_fault(t, j, cont, al)
         w["access_bytes"] = t.access_bytes
-        why = []
-        if not al:
-            why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
-        if not cont:
-            why.append("its elements are not contiguous")
-        return Finding(check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w,
-                       message=f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} "
-                               f"step {w['step']} at {w['coordinate']}: " + " and ".join(why))
+        return Finding(check="coalescing", kind="misaligned", stage=t.stage, side=t.side, witness=w, message=why)
 
     @staticmethod
     def _describe(t: AccessTable, i: int, s: dict[str, np.ndarray]) -> dict[str, Any]:

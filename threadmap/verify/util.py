@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -63,3 +64,16 @@ def first_true(mask: np.ndarray, k: int) -> list[int]:
 def per_instruction(x: np.ndarray, t: AccessTable) -> np.ndarray:
     """Rows of ``t`` grouped by warp instruction: shape ``(instructions, 32 * vec)``."""
     return x.reshape(-1, t.instruction_rows)
+
+
+def vector_fault(t: AccessTable, j: int, cont: bool, al: bool) -> tuple[dict[str, Any], str]:
+    """The witness row of vector access ``j`` of ``t`` and why it is not one legal access
+    (misaligned start, elements not contiguous): shared by coalescing and vectorize."""
+    w = t.row(j * t.vec)
+    why = []
+    if not al:
+        why.append(f"address {w['address']} is not a multiple of {t.access_bytes}")
+    if not cont:
+        why.append("its elements are not contiguous")
+    return w, (f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} step {w['step']} "
+               f"at {w['coordinate']}: " + " and ".join(why))

@@ -25,7 +25,7 @@ from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
 from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
 from threadmap.verify.coalescing import access_legality
-from threadmap.verify.util import as_tables
+from threadmap.verify.util import as_tables, vector_fault
 
 
 def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes: int,
@@ -140,15 +140,9 @@ class Vectorize(Accumulator):
 
     @staticmethod
     def _illegal(t: AccessTable, j: int, cont: bool, al: bool) -> Finding:
-        wt = t.row(j * t.vec)
-        why = []
-        if not al:
-            why.append(f"address {wt['address']} is not a multiple of {t.access_bytes}")
-        if not cont:
-            why.append("its elements are not contiguous")
+        wt, why = vector_fault(t, j, cont, al)
         return Finding(check="vectorize", kind="illegal_vector", stage=t.stage, side=t.side, witness=wt,
-                       message=f"declared {t.access_bytes * 8}-bit access of block {wt['block']} thread "
-                               f"{wt['thread']} step {wt['step']} at {wt['coordinate']}: " + " and ".join(why))
+                       message="declared " + why)
 
     def result(self) -> CheckResult:
         declared = self.side.access_bits
