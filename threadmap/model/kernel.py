@@ -573,9 +573,18 @@ class _Builder:
                             raise self.fail((*side.path, "at", k), "a divisor of this expression can be 0 "
                                                                    "for some block") from None
                     cb.append((o.lo + int(lo_loc[k]), o.hi + int(hi_loc[k])))
+                    if max(abs(cb[-1][0]), abs(cb[-1][1])) >= MAX_ADDRESS:
+                        raise self.fail((*side.path, "at" if side.at is not None else "tensor"),
+                                        f"coordinates of {side.tensor.name!r} reach about 2^"
+                                        f"{max(abs(cb[-1][0]), abs(cb[-1][1])).bit_length()} over the grid; "
+                                        "threadmap computes in 64-bit integers (limit 2^62)")
                 coord_bounds[(side.stage, side.which)] = tuple(cb)
                 off = _offset_bounds(side.tensor.layout, cb)
                 lo, hi = off.lo + side.tensor.offset, off.hi + side.tensor.offset
+                if max(abs(lo), abs(hi)) * side.tensor.elem_bytes >= MAX_ADDRESS:
+                    raise self.fail((*side.path, "tensor"), f"element offsets of {side.tensor.name!r} reach about "
+                                                            f"2^{max(abs(lo), abs(hi)).bit_length()} over the grid; "
+                                                            "threadmap computes in 64-bit integers (limit 2^62 bytes)")
                 name = side.tensor.name
                 lowest[name] = min(lowest.get(name, 0), lo)
                 if hi > highest.get(name, (-1, side))[0]:
