@@ -81,25 +81,35 @@ def yaml_int(text: str) -> int | str:
 
 
 class _Counted(Exception):
-    """More than MAX_NODES events (at ``mark``)."""
+    """More than MAX_NODES events, or collections nested deeper than MAX_NESTING (at
+    ``mark``)."""
 
-    def __init__(self, mark: Mark) -> None:
+    def __init__(self, mark: Mark, why: str) -> None:
         self.mark = mark
+        self.why = why
 
 
 def _count_events(text: str) -> None:
     """Raise :class:`_Counted` if the stream has more than MAX_NODES nodes (before alias
-    expansion).  Streaming the events costs a fraction of composing the node tree, whose
-    ~400 bytes a node would be ~200 MB for a 1 MiB file of ``[1,1,1,...]``."""
+    expansion) or nests collections deeper than MAX_NESTING.  Streaming the events costs a
+    fraction of composing the node tree, whose ~400 bytes a node would be ~200 MB for a
+    1 MiB file of ``[1,1,1,...]``.  The depth is checked here, not left to libyaml: only
+    libyaml 0.2.6 limits it, and 0.2.5 (still in PyYAML 6.0.3's wheels) takes seconds on
+    ``[[[[...`` a megabyte deep."""
     loader = _YamlLoader(text)
     try:
-        n = 0
+        n = depth = 0
         while (ev := loader.get_event()) is not None:
-            if isinstance(ev, yaml.NodeEvent) and not isinstance(ev, yaml.AliasEvent):
+            if isinstance(ev, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(ev, yaml.NodeEvent) and not isinstance(ev, yaml.AliasEvent):
                 n += 1
-                if n > MAX_NODES:
+                depth += isinstance(ev, yaml.CollectionStartEvent)
+                why = (f"more than {MAX_NODES} values" if n > MAX_NODES else
+                       f"nested deeper than {MAX_NESTING} levels" if depth > MAX_NESTING else "")
+                if why:
                     m = ev.start_mark
-                    raise _Counted((m.line + 1, m.column + 1) if m is not None else (1, 1))
+                    raise _Counted((m.line + 1, m.column + 1) if m is not None else (1, 1), why)
     finally:
         loader.dispose()
 
@@ -135,7 +145,7 @@ def _load_yaml(text: str, name: str) -> Located:
         _count_events(text)
         loader = _YamlLoader(text)
     except _Counted as e:
-        raise fail(name, *e.mark, f"more than {MAX_NODES} values") from None
+        raise fail(name, *e.mark, e.why) from None
     except yaml.MarkedYAMLError as e:
         raise _marked(e, name) from None
     except yaml.YAMLError as e:
