@@ -1,11 +1,14 @@
 """The per-block enumerations (memoized patterns, per-block statistics, the simulator's stated
-patterns, reused buffers) give exactly what the previous row-by-row enumerations gave.
+patterns, reused buffers) give exactly what a brute force computes row by row.
 
-Oracles: ``tests/_reference`` (the enumerations and the simulator before the rewrite, verbatim)
-and the pure-Python definitions.  Tables are random but reproducible (seeded): several blocks
-that repeat one pattern (so the memoized paths run) mixed with blocks that break it, edge
-blocks, padding warps (threads not a multiple of 32), masked lanes, vectors of 1/2/4/8
-elements of 1/2/4/8 bytes, misaligned bases, row/column/swizzled layouts, chunked input.
+Oracle: ``tests/brute.py``, an independent pure-Python evaluation of every check's summary
+(per row, per instruction, per thread, per tile) from the definitions and the
+:mod:`threadmap.hardware` primitives, which also verifies every witness a report names, and
+a per-row evaluation of the simulator straight from the kernel model.  Tables are random but
+reproducible (seeded): several blocks that repeat one pattern (so the memoized paths run)
+mixed with blocks that break it, edge blocks, padding warps (threads not a multiple of 32),
+masked lanes, vectors of 1/2/4/8 elements of 1/2/4/8 bytes, misaligned bases,
+row/column/swizzled layouts, chunked input.
 """
 
 from __future__ import annotations
@@ -17,13 +20,7 @@ import numpy as np
 import pytest
 
 import threadmap.api as api
-from tests._reference import banks as ref_banks
-from tests._reference import coalescing as ref_coal
-from tests._reference import coverage as ref_cov
-from tests._reference import dataflow as ref_df
-from tests._reference import engine as ref_engine
-from tests._reference import grid as ref_grid
-from tests._reference import vectorize as ref_vec
+from tests import brute
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Arena, Simulator
 from threadmap.spec.load import iter_spec_files
@@ -35,7 +32,6 @@ from threadmap.verify import (
     check_grid,
     check_tile_coverage,
     check_vectorize,
-    dataflow_definition,
     register_table,
 )
 from threadmap.verify.banks import BankConflicts
@@ -127,33 +123,20 @@ def random_table(rng: np.random.Generator, memory: str = "global", **over: Any) 
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_side_checks_match_reference(seed: int) -> None:
+def test_side_checks_match_brute_force(seed: int) -> None:
     rng = np.random.default_rng(seed)
     for memory in ("global", "shared"):
         t = random_table(rng, memory)
         ts = chunked(t, rng)
+        s = brute.side_of(ts)
         if memory == "global":
-            assert dump(check_coalescing(ts)) == dump(ref_coal.check_coalescing(ts))
-            new, old = check_grid(ts), ref_grid.check_grid(ts)
-            assert [dump(x) for x in new] == [dump(x) for x in old]
+            brute.assert_coalescing(check_coalescing(ts), s)
+            brute.assert_grid(check_grid(ts), s)
         else:
-            assert dump(check_bank_conflicts(ts)) == dump(ref_banks.check_bank_conflicts(ts))
-        _same_vectorize(ts)
+            brute.assert_banks(check_bank_conflicts(ts), s)
+        brute.assert_vectorize(check_vectorize(ts), s)
         for rep in (False, True):
-            assert dump(check_tile_coverage(ts, replication=rep)) == \
-                dump(ref_cov.check_tile_coverage(ts, replication=rep))
-
-
-def _same_vectorize(ts: list[AccessTable]) -> None:
-    new = check_vectorize(ts)
-    try:
-        old = ref_vec.check_vectorize(ts)
-    except IndexError:
-        # the previous enumeration crashed when no real thread allowed any width (its witness
-        # search found nothing); the histogram and the verdict are still defined
-        assert new.summary["max_legal_bits"] == 0
-        return
-    assert dump(new) == dump(old)
+            brute.assert_coverage(check_tile_coverage(ts, replication=rep), s, rep)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -179,13 +162,15 @@ def test_memo_paths_are_exercised() -> None:
                     tile_origin=lambda ids: np.stack([(ids % 4) * 8, (ids // 4) * 32], axis=1))
     attach_view(t)
     w = np.ones(8, dtype=np.int64)
-    accs = [Coalescing(t, None), Vectorize(t, None), TileCoverage(t, False)]  # type: ignore[arg-type]
+    cov = TileCoverage(t, False)  # type: ignore[arg-type]
+    accs = [Coalescing(t, None), Vectorize(t, None), cov]  # type: ignore[arg-type]
     for acc in accs:
         acc.add(t, w)
         assert len(acc.memo.store) >= 1
-    assert dump(accs[0].result()) == dump(ref_coal.check_coalescing(t))
-    assert dump(accs[1].result()) == dump(ref_vec.check_vectorize(t))
-    assert dump(accs[2].result()) == dump(ref_cov.check_tile_coverage(t))
+    s = brute.side_of(t)
+    brute.assert_coalescing(accs[0].result(), s)
+    brute.assert_vectorize(accs[1].result(), s)
+    brute.assert_coverage(cov.result(), s, False, cov.per_block)
     g = GridEnumeration(t, False)
     g.add(t, w)
     assert g.counts().covered == 32 * 64
@@ -194,30 +179,31 @@ def test_memo_paths_are_exercised() -> None:
 # ----------------------------------------------------------------------------- weighted accumulators
 
 
+ASSERT: dict[type, Any] = {Coalescing: brute.assert_coalescing, Vectorize: brute.assert_vectorize,
+                           BankConflicts: brute.assert_banks}
+
+
 @pytest.mark.parametrize("seed", range(30))
-def test_weighted_accumulators_match_reference(seed: int) -> None:
-    """The tiling mode feeds blocks with weights: the same weighted totals."""
+def test_weighted_accumulators_match_brute_force(seed: int) -> None:
+    """The tiling mode feeds blocks with weights: the totals of every block taken ``weight``
+    times."""
     rng = np.random.default_rng(2000 + seed)
     g = random_table(rng, "global")
     s = random_table(rng, "shared")
-    for t, accs in ((g, [(Coalescing, ref_coal.Coalescing, (None,)), (Vectorize, ref_vec.Vectorize, (None,)),
-                         (TileCoverage, ref_cov.TileCoverage, (False,))]),
-                    (s, [(BankConflicts, ref_banks.BankConflicts, (None,)), (Vectorize, ref_vec.Vectorize, (None,)),
-                         (TileCoverage, ref_cov.TileCoverage, (True,))])):
+    for t, accs in ((g, [(Coalescing, (None,)), (Vectorize, (None,)), (TileCoverage, (False,))]),
+                    (s, [(BankConflicts, (None,)), (Vectorize, (None,)), (TileCoverage, (True,))])):
         w = rng.integers(1, 50, size=t.blocks.size)
-        for new_cls, old_cls, args in accs:
-            a, b = new_cls(t, *args), old_cls(t, *args)
-            try:
-                for ch in chunked(t, rng):
-                    lo = int(np.searchsorted(t.blocks, ch.blocks[0]))
-                    a.add(ch, w[lo:lo + ch.blocks.size])
-                    b.add(ch, w[lo:lo + ch.blocks.size])
-            except IndexError:
-                assert new_cls is Vectorize  # the previous crash, see _same_vectorize
-                continue
-            assert dump(a.result()) == dump(b.result())
-            if isinstance(a, TileCoverage):
-                assert [vars(x) for x in a.per_block] == [vars(x) for x in b.per_block]
+        whole = brute.side_of(t, w)
+        for cls, args in accs:
+            a = cls(t, *args)
+            chs = chunked(t, rng)
+            for ch in chs:
+                lo = int(np.searchsorted(t.blocks, ch.blocks[0]))
+                a.add(ch, w[lo:lo + ch.blocks.size])
+            if isinstance(a, TileCoverage):  # its replication groups are the chunks
+                brute.assert_coverage(a.result(), brute.side_of(chs, w), a.replication, a.per_block)
+            else:
+                ASSERT[cls](a.result(), whole)
 
 
 # ----------------------------------------------------------------------------- dataflow
@@ -272,29 +258,14 @@ def _stages(rng: np.random.Generator) -> tuple[list[Any], bool]:
     return st, threads % 32 != 0
 
 
-def _rows(t: AccessTable) -> list[dict[str, Any]]:
-    return [{"block": int(t.block[i]), "thread": int(t.thread[i]), "value": int(t.value[i]),
-             "memory": t.memory, "tensor": t.tensor, "buffer": t.buffer or t.tensor, "elem_bytes": t.elem_bytes,
-             "coord": tuple(int(c) for c in t.coord[i]), "addr": int(t.addr[i]), "pred": bool(t.pred[i])}
-            for i in range(len(t)) if t.valid is None or t.valid[i]]
-
-
 @pytest.mark.parametrize("seed", range(80))
-def test_dataflow_matches_reference_and_definition(seed: int) -> None:
+def test_dataflow_matches_brute_force_and_definition(seed: int) -> None:
+    """Every count of the summary, the finding counts by the definition (a read of a raced byte
+    is stale even when the reader wrote it last; races are counted per epoch: a refilled buffer
+    can race again), and every witness."""
     rng = np.random.default_rng(3000 + seed)
-    st, padded = _stages(rng)
-    new = check_dataflow(st, "transpose")
-    d = dataflow_definition([s if isinstance(s, str) else (_rows(s[0]), _rows(s[1])) for s in st],
-                            "transpose", "x", "y")
-    assert new.summary["wrong_values"] == len(d["wrong"])
-    assert new.summary["races"] == len(d["races"])  # per epoch: a refilled buffer can race again
-    # a read of a raced byte is stale even when the reader wrote it last (another thread wrote
-    # it too), as the definition says; the earlier enumeration missed that case
-    assert new.summary["stale_reads"] == len(d["stale"])
-    assert new.summary["uninitialised_reads"] == len(d["uninit"])
-    assert new.summary["writes_after_reads"] == len(d["war"])
-    if not padded and not d["races"] and st[-1][1].tensor != "sA":  # the reference predates refills
-        assert dump(new) == dump(ref_df.check_dataflow(st, "transpose"))
+    st, _ = _stages(rng)
+    brute.assert_dataflow(check_dataflow(st, "transpose"), st, "transpose", "x", "y")
 
 
 # ----------------------------------------------------------------------------- the simulator
@@ -320,26 +291,46 @@ def _models() -> list[Any]:
     return out
 
 
+#: rows (all stages) evaluated row by row per kernel: every block of a small grid, else a sample
+ROW_BUDGET = 1 << 12
+
+
 @pytest.mark.parametrize("model", _models())
 def test_simulator_tables_and_patterns(model: Any) -> None:
-    """The simulator's tables equal the previous simulator's, with or without reused buffers,
-    and every pattern it states holds row by row."""
-    new, old = Simulator(model), ref_engine.Simulator(model)
+    """The simulator's tables, with or without reused buffers, equal a per-row evaluation of the
+    model (every block of a small grid; else the grid's corners and random blocks, wherever they
+    fall in the chunks), and every pattern it states holds row by row."""
+    sim = Simulator(model)
     blocks = np.arange(model.num_blocks, dtype=np.int64)
+    want = brute.simulate(model, brute.sample_blocks(model, sim.rows_per_block(), ROW_BUDGET))
     arena = Arena()
-    for ch in list(new.chunks(blocks, 1 << 14)):
-        a, b, c = old.tables(ch), new.tables(ch), new.tables(ch, arena)
-        for ra, rb, rc in zip(a, b, c, strict=True):
-            if isinstance(ra, str):
-                assert ra == rb == rc
+    seen = 0
+    for ch in list(sim.chunks(blocks, 1 << 14)):
+        b, c = sim.tables(ch), sim.tables(ch, arena)
+        for rb, rc in zip(b, c, strict=True):
+            if isinstance(rb, str):
+                assert rb == rc
                 continue
-            for x, y, z in zip(ra, rb, rc, strict=True):
+            for y, z in zip(rb, rc, strict=True):
                 for f in ("pred", "offset", "addr", "valid"):
-                    assert _eq(getattr(x, f), getattr(y, f)) and _eq(getattr(x, f), getattr(z, f)), f
-                for cx, cy, cz in zip(x.coords, y.coords, z.coords, strict=True):
-                    assert np.array_equal(cx, cy) and np.array_equal(cx, cz)
+                    assert _eq(getattr(y, f), getattr(z, f)), f
+                for cy, cz in zip(y.coords, z.coords, strict=True):
+                    assert np.array_equal(cy, cz)
                 for t in (y, z):
                     _check_pattern(t)
+        for i, blk in enumerate(ch.tolist()):
+            if blk not in want:
+                continue
+            seen += 1
+            for rb, rc, rw in zip(b, c, want[blk], strict=True):
+                if isinstance(rw, str):
+                    assert rb == rc == rw
+                    continue
+                assert not isinstance(rb, str) and not isinstance(rc, str)
+                for y, z, w in zip(rb, rc, rw, strict=True):
+                    brute.assert_table_block(y, i, w, blk)
+                    brute.assert_table_block(z, i, w, blk)
+    assert seen == len(want)
 
 
 def _eq(a: np.ndarray | None, b: np.ndarray | None) -> bool:
@@ -364,63 +355,56 @@ def _check_pattern(t: AccessTable) -> None:
 # ----------------------------------------------------------------------------- whole kernels
 
 
-def _accs(model: Any, mod: dict[str, Any]) -> tuple[list[tuple[Any, Any]], Any]:
-    sides = []
+def _accs(model: Any) -> tuple[list[tuple[Any, Any]], Dataflow]:
+    sides: list[tuple[Any, Any]] = []
     for sd in model.sides():
         if sd.memory == "global":
-            sides.append((sd, mod["Coalescing"](sd, None)))
-            sides.append((sd, mod["Grid"](sd, model.expect.replication)))
+            sides.append((sd, Coalescing(sd, None)))
+            sides.append((sd, GridEnumeration(sd, model.expect.replication)))
         if sd.memory == "shared":
-            sides.append((sd, mod["Banks"](sd, None)))
+            sides.append((sd, BankConflicts(sd, None)))
         if sd.memory != "register":
-            sides.append((sd, mod["Vectorize"](sd, None)))
-            sides.append((sd, mod["Coverage"](sd, model.expect.replication)))
-    return sides, mod["Dataflow"](model, model.expect.transform, model.input, model.output)
-
-
-NEW = {"Coalescing": Coalescing, "Grid": GridEnumeration, "Banks": BankConflicts, "Vectorize": Vectorize,
-       "Coverage": TileCoverage, "Dataflow": Dataflow}
-OLD = {"Coalescing": ref_coal.Coalescing, "Grid": ref_grid.GridEnumeration, "Banks": ref_banks.BankConflicts,
-       "Vectorize": ref_vec.Vectorize, "Coverage": ref_cov.TileCoverage, "Dataflow": ref_df.Dataflow}
+            sides.append((sd, Vectorize(sd, None)))
+            sides.append((sd, TileCoverage(sd, model.expect.replication)))
+    return sides, Dataflow(model, model.expect.transform, model.input, model.output)
 
 
 @pytest.mark.parametrize("model", _models())
-def test_kernel_accumulators_match_reference(model: Any) -> None:
-    """Every check of every library kernel (and some edge sizes) on the simulator's tables, fed
-    chunk by chunk with reused buffers, against the previous enumerations."""
-    if model.threads % 32:
-        pytest.skip("padded CTA: the previous dataflow dropped a thread (see tests/_reference)")
+def test_kernel_accumulators_match_brute_force(model: Any) -> None:
+    """Every check of every library kernel (and some edge sizes) on the simulator's tables of a
+    sample of blocks (see ``test_simulator_tables_and_patterns``), fed two blocks a chunk with
+    reused buffers, against the brute force on the same blocks."""
     sim = Simulator(model)
-    new_s, new_d = _accs(model, NEW)
-    old_s, old_d = _accs(model, OLD)
+    rpb = sim.rows_per_block()
+    sample = np.asarray(brute.sample_blocks(model, rpb, ROW_BUDGET, seed=1), dtype=np.int64)
+    sides, df = _accs(model)
     arena = Arena()
-    blocks = np.arange(model.num_blocks, dtype=np.int64)
-    for ch in sim.chunks(blocks):
-        plain = sim.tables(ch)
+    plain: list[list[Any]] = []
+    for ch in sim.chunks(sample, 2 * rpb):
         reused = sim.tables(ch, arena)
         for rec in reused:
             if not isinstance(rec, str):
                 for t in rec:
                     attach_view(t)
         w = np.ones(ch.size, dtype=np.int64)
-        for tables, accs, df in ((reused, new_s, new_d), (plain, old_s, old_d)):
-            for sd, acc in accs:
-                t = tables[sd.stage][0 if sd.which == "src" else 1]
-                acc.add(t, w)
-            df.add(tables, w)
-    for (_, a), (_, b) in zip(new_s, old_s, strict=True):
-        if isinstance(a, GridEnumeration):
-            ga, gb = a.counts(), b.counts()
-            assert vars(ga) == vars(gb)
-            assert a.missing(8) == b.missing(8)
-            sd = a.side
-            cp = model.stages[sd.stage]
-            a.witness_duplicates(sim.stage_tables(cp, ch)[0 if sd.which == "src" else 1]
-                                 for ch in sim.chunks(blocks))
-            assert [vars(f) for f in a.dup_findings] == [vars(f) for f in b.dup_findings]
-            assert a.pending_pairs == b.pending_pairs
-            assert a.straddles.n == b.straddles.n and a.straddles.residues == b.straddles.residues
-            assert a.oob_witness == b.oob_witness
+        for sd, acc in sides:
+            acc.add(reused[sd.stage][0 if sd.which == "src" else 1], w)
+        df.add(reused, w)
+        plain.append(sim.tables(ch))
+
+    def chunks_of(stage: int, which: int) -> list[AccessTable]:
+        return [p[stage][which] for p in plain]
+
+    rows = {(i, j): brute.side_of(chunks_of(i, j)) for i, st in enumerate(model.stages) if not isinstance(st, str)
+            for j in (0, 1)}
+    for sd, acc in sides:
+        chs = chunks_of(sd.stage, 0 if sd.which == "src" else 1)
+        s = rows[(sd.stage, 0 if sd.which == "src" else 1)]
+        if isinstance(acc, GridEnumeration):
+            brute.assert_grid_enumeration(acc, s, chs)
+        elif isinstance(acc, TileCoverage):
+            brute.assert_coverage(acc.result(), s, acc.replication, acc.per_block)
         else:
-            assert dump(a.result()) == dump(b.result())
-    assert dump(new_d.result()) == dump(old_d.result())
+            ASSERT[type(acc)](acc.result(), s)
+    stages = [st if isinstance(st, str) else (rows[(i, 0)], rows[(i, 1)]) for i, st in enumerate(model.stages)]
+    brute.assert_dataflow(df.result(), stages, model.expect.transform, model.input, model.output)
