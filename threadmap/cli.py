@@ -7,6 +7,8 @@ error (one line naming the spec or command).  No traceback reaches the user.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import sys
@@ -353,7 +355,6 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
             prog.remove_task(sub)
             prog.advance(task)
     if fmt == "table":
-        import io
 
         buf = io.StringIO()
         con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
@@ -429,7 +430,6 @@ def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str, size
     tables = [t for rec in sim.tables(ids) if not isinstance(rec, str) for t in rec]
     cols = ["block", "thread", "step", "element", "value", "pred", "offset", "addr"]
     if fmt == "npz":
-        import io
         arrays = {}
         for t in tables:
             key = f"stage{t.stage}_{t.side}"
@@ -452,7 +452,9 @@ def simulate_cmd(spec_path: str, fmt: str, output: str | None, blocks: str, size
     lines = ["stage,side,tensor," + ",".join(cols[:5]) + ",coord,pred,offset,addr"]
     for t in tables:
         keep = np.flatnonzero(t.valid) if t.valid is not None else slice(None)
-        head = f"{t.stage},{t.side},{t.tensor},"
+        quoted = io.StringIO()  # tensor names are free text: the csv module quotes them
+        csv.writer(quoted, lineterminator="").writerow([t.stage, t.side, t.tensor])
+        head = quoted.getvalue() + ","
         # whole columns to Python lists once: per-row numpy indexing is ten times slower
         cols_ = [np.asarray(x)[keep].tolist() for x in (t.block, t.thread, t.step, t.element, t.value)]
         crd = ["(" + ";".join(map(str, c)) + ")" for c in t.coord[keep].tolist()]

@@ -178,7 +178,9 @@ def run_layout(tokens: list[str]) -> list[tuple[str, Any]]:
     cur: Any = run_parser(tokens[0], None, "expression", functions=FUNCTIONS)
     if isinstance(cur, (tuple, int)) and not isinstance(cur, bool) and \
             (len(tokens) > 1 or not _is_call(tokens[0])):
-        cur = parse_layout(tokens[0])  # a bare shape is a (column-major) layout
+        # a bare shape, or a call giving a shape that operations follow, is a (column-major)
+        # layout, as make_layout(shape) makes it
+        cur = L.make_layout(cur) if _is_call(tokens[0]) else parse_layout(tokens[0])
     steps: list[tuple[str, Any]] = [("input", cur)]
     i = 1
     while i < len(tokens):

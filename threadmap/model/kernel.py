@@ -25,6 +25,7 @@ import threadmap.layout as L
 from threadmap.cutlass import THREAD_MAPS
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model.partition import (
+    MAX_PARTITION,
     LocalPartition,
     common_vector,
     mma_partition,
@@ -43,7 +44,6 @@ Which = Literal["src", "dst"]
 #: every byte address the simulator computes stays below this (int64 arithmetic, with room)
 MAX_ADDRESS = 2**62
 #: elements of one side's tile-local partition (threads x values)
-MAX_PARTITION = 1 << 24
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,12 @@ from typing import Any
 import numpy as np
 
 import threadmap.layout as L
+from threadmap.errors import ThreadmapError
+
+#: most (thread, value) accesses one side's partition may hold; counted before allocating,
+#: since a replicated partition (a GMMA operand in shared memory: every thread of a
+#: warpgroup holds the whole atom tile) makes threads times the tile's elements
+MAX_PARTITION = 1 << 22  # what one CTA's checks can hold (MAX_CHUNK_BYTES / BYTES_PER_ROW)
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,22 @@ def all_threads(part: Callable[[Any], Any], threads: int, rank: int) -> np.ndarr
     try:
         p = part(np.arange(threads))
         return _coords(p, rank, threads)
+    except ThreadmapError:
+        raise
     except (TypeError, ValueError, IndexError):
-        return np.stack([_coords(part(t), rank, 1)[0] for t in range(threads)])
+        first = _coords(part(0), rank, 1)[0]
+        if threads * len(first) > MAX_PARTITION:
+            raise ThreadmapError(f"{threads} threads x {len(first)} values = {threads * len(first)} "
+                                 f"accesses; threadmap simulates at most {MAX_PARTITION} per side") from None
+        return np.stack([first] + [_coords(part(t), rank, 1)[0] for t in range(1, threads)])
 
 
 def _coords(p: Any, rank: int, threads: int) -> np.ndarray:
     """``offset(thread) + layout(v)`` of an identity-tensor partition, per coordinate mode."""
     n = L.size(p.layout)
+    if threads * n > MAX_PARTITION:
+        raise ThreadmapError(f"{threads} threads x {n} values = {threads * n} accesses; threadmap "
+                             f"simulates at most {MAX_PARTITION} per side")
     vals = L.ArithTuple.of(L.Tensor(p.layout, L.ArithTuple({}))(np.arange(n)) if n > 1 else
                            L.Tensor(p.layout, L.ArithTuple({}))(0))
     off = L.ArithTuple.of(p.offset)

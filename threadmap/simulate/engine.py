@@ -174,6 +174,13 @@ def _outer_add(arena: Arena | None, key: tuple[Any, ...], col: np.ndarray, tpl: 
     return out.reshape(-1)
 
 
+def rows_per_block(model: KernelModel) -> int:
+    """Rows one block's tables have over all stages (warps padded to 32 lanes): known from
+    the partitions alone, so budgets are checked before anything is planned."""
+    return sum(-(-sd.partition.threads // WARP_SIZE) * WARP_SIZE * (sd.partition.values // sd.vec) * sd.vec
+               for sd in model.sides())
+
+
 class Simulator:
     """Access tables of a :class:`KernelModel` for any list of blocks."""
 
@@ -182,7 +189,7 @@ class Simulator:
         self.plans = {(sd.stage, sd.which): _plan(sd, model.threads) for sd in model.sides()}
 
     def rows_per_block(self) -> int:
-        return sum(self.plans[(s.stage, s.which)].perm.size for s in self.model.sides())
+        return rows_per_block(self.model)
 
     def stage_tables(self, cp: CopyModel, blocks: np.ndarray,
                      arena: Arena | None = None) -> tuple[AccessTable, AccessTable]:

@@ -57,7 +57,7 @@ class LayoutTemplate:
     ``(M,N):(N,1)``), and :meth:`bind` to a size environment."""
 
     text: str
-    names: frozenset[str]
+    names: tuple[str, ...]   # in order of first use
     mode_names: dict[int, str] = field(default_factory=dict)
 
     @staticmethod
@@ -72,7 +72,7 @@ class LayoutTemplate:
                     modes[i] = by_value[s]
         except (ValueError, ArithmeticError, RecursionError):
             pass  # structure unknown: the environment-bound parse reports the problem
-        return LayoutTemplate(text, frozenset(probe.seen), modes)
+        return LayoutTemplate(text, tuple(probe.seen), modes)
 
     def bind(self, env: Mapping[str, int]) -> Any:
         """The layout with the sizes of ``env`` (a Layout or ComposedLayout)."""

@@ -13,6 +13,7 @@ from threadmap.layout import cosize, parse_layout, rank, size
 from threadmap.layout import shape as layout_shape
 from threadmap.spec.expr import BLOCK_NAMES, evaluate, parse_expr
 from threadmap.spec.located import Errors, Path_
+from threadmap.spec.parsed import LayoutTemplate
 from threadmap.spec.pydantic_errors import COMMA_HINT, unbalanced
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
 
@@ -26,7 +27,6 @@ MAX_ENVS = 64                 # size environments (cross product of samples) bef
 DEFAULT_SAMPLE_CAP = 4096     # default samples stay at or below this (the range max only if small)
 
 _SIZE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_LAYOUT_NAME = re.compile(r"(?<![A-Za-z0-9_<])([A-Za-z][A-Za-z0-9_]*)")
 
 
 def default_samples(rng: SizeRange, tiles: Sequence[int] = ()) -> list[int]:
@@ -83,9 +83,10 @@ def max_env(sizes: Mapping[str, int | SizeRange]) -> dict[str, int]:
 
 
 def _layout_names(text: str) -> list[str]:
-    """Names used in a CuTe layout string (the ``Sw`` of swizzles and the ``o`` of
-    composition excluded)."""
-    return [n for n in _LAYOUT_NAME.findall(text) if n not in ("o", "Sw")]
+    """The size names a CuTe layout string uses, in order of use: the names the layout
+    parser itself looks up, so that its keywords (``Swizzle``, ``GenRowMajor``,
+    ``make_layout``, ``Int``, ...) are never taken for sizes."""
+    return list(LayoutTemplate.of(text).names)
 
 
 def _sides(spec: Spec) -> Iterator[tuple[int, str, Side]]:

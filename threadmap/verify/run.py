@@ -30,7 +30,7 @@ import numpy as np
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, SpecRun, Totals
 from threadmap.simulate.access import AccessTable
-from threadmap.simulate.engine import Arena, Simulator
+from threadmap.simulate.engine import Arena, Simulator, rows_per_block
 from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.verify.blocks import attach_view
 from threadmap.verify.check import CHECKS, Accumulator, canonical
@@ -129,12 +129,12 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     """Run the checks on ``model`` (see the module docstring)."""
     opts = opts or RunOptions()
     t0 = time.perf_counter()
-    sim = Simulator(model)
-    per_block = sim.rows_per_block()
+    per_block = rows_per_block(model)
     if per_block * BYTES_PER_ROW > MAX_CHUNK_BYTES:
         raise WorkTooLarge(f"one CTA makes {per_block} accesses over all stages; its tables and checks need about "
                            f"{per_block * BYTES_PER_ROW / 2**30:.1f} GiB at once (limit "
                            f"{MAX_CHUNK_BYTES / 2**30:.1f} GiB): fewer values per thread or a smaller tile")
+    sim = Simulator(model)
     total_rows = model.num_blocks * per_block
     grid_sides = [s for s in model.sides() if s.memory == "global"]
     bitmap = sum(int(np.prod(s.shape, dtype=np.int64)) for s in grid_sides) * (4 if model.expect.replication else 1)
