@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
@@ -217,18 +218,12 @@ def bank_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | Non
     analyses = [bank_instruction(rows, block, s, w) for w, s in instrs]
     loads = np.array([[a.bank_load(b) for b in range(NUM_BANKS)] for a in analyses], dtype=np.int64)
     vmax = int(loads.max()) if loads.size else 0
-    cw, ch = 20, 16
     head = title if title is not None else (
         f"{describe(table)}  block {block}: shared-memory banks per warp instruction")
-    left, right = 56, 130
-    top = 24 + ch
-    x0, y0 = left, top
-    body = [_text(4, 12, head, size=12, anchor="start", weight="bold")]
-    for b in range(NUM_BANKS):
-        body.append(_text(x0 + b * cw + cw / 2, y0 - ch / 2, str(b), size=FONT_CELL))
+    body = _heat_frame(head, NUM_BANKS, analyses)
+    x0, cw, ch = _HEAT_X0, _HEAT_CW, _HEAT_CH
     for r, a in enumerate(analyses):
-        y = y0 + r * ch
-        body.append(_text(left - 4, y + ch / 2, f"w{a.warp} s{a.step}", size=10, anchor="end"))
+        y = _HEAT_Y0 + r * ch
         for b in range(NUM_BANKS):
             v = int(loads[r, b])
             fill = WHITE if v == 0 else GOOD if v == 1 else _mix(WARN, BAD, (v - 2) / max(vmax - 2, 1))
@@ -251,14 +246,31 @@ def bank_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | Non
     legend = ["colour: distinct 4-byte words a bank serves in its busiest phase",
               "(green 1 = no conflict, yellow-red >1); right: wavefronts vs ideal;",
               "hover a cell for its words and lanes"]
-    return _finish_heatmap(body, legend, dropped, y0 + len(analyses) * ch + 6,
-                           x0 + NUM_BANKS * cw + right, head,
+    return _finish_heatmap(body, legend, dropped, len(analyses), NUM_BANKS, 130, head,
                            f"bank heat map: tensor {table.tensor} block {block}")
 
 
-def _finish_heatmap(body: list[str], legend: list[str], dropped: int, ly: float, grid_width: float,
+_HEAT_CW, _HEAT_CH = 20, 16                      # a heat map cell
+_HEAT_X0, _HEAT_Y0 = 56, 24 + _HEAT_CH           # its grid's top left (row labels to the left)
+
+
+def _heat_frame(head: str, ncols: int, analyses: Sequence[Any]) -> list[str]:
+    """A heat map's title, column numbers and one ``w{warp} s{step}`` label per row."""
+    body = [_text(4, 12, head, size=12, anchor="start", weight="bold")]
+    for k in range(ncols):
+        body.append(_text(_HEAT_X0 + k * _HEAT_CW + _HEAT_CW / 2, _HEAT_Y0 - _HEAT_CH / 2, str(k), size=FONT_CELL))
+    for r, a in enumerate(analyses):
+        body.append(_text(_HEAT_X0 - 4, _HEAT_Y0 + r * _HEAT_CH + _HEAT_CH / 2, f"w{a.warp} s{a.step}", size=10,
+                          anchor="end"))
+    return body
+
+
+def _finish_heatmap(body: list[str], legend: list[str], dropped: int, nrows: int, ncols: int, right: float,
                     head: str, caption: str) -> Drawing:
-    """Append the legend below a heat map's rows and size the drawing."""
+    """Append the legend below a heat map's ``nrows`` x ``ncols`` grid (``right``: the width
+    of the verdicts at its right) and size the drawing."""
+    ly = _HEAT_Y0 + nrows * _HEAT_CH + 6
+    grid_width = _HEAT_X0 + ncols * _HEAT_CW + right
     if dropped:
         legend.append(f"{dropped} more warp instructions not drawn")
     for k, line in enumerate(legend):
@@ -273,18 +285,12 @@ def sector_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | N
     rows, instrs, dropped = _instructions(table, block, max_instructions)
     analyses = [sector_instruction(rows, block, s, w) for w, s in instrs]
     ncols = max((len(a.sectors) for a in analyses), default=0)
-    cw, ch = 20, 16
     head = title if title is not None else (
         f"{describe(table)}  block {block}: global-memory sectors per warp instruction")
-    left, right = 56, 150
-    top = 24 + ch
-    x0, y0 = left, top
-    body = [_text(4, 12, head, size=12, anchor="start", weight="bold")]
-    for k in range(ncols):
-        body.append(_text(x0 + k * cw + cw / 2, y0 - ch / 2, str(k), size=FONT_CELL))
+    body = _heat_frame(head, ncols, analyses)
+    x0, cw, ch = _HEAT_X0, _HEAT_CW, _HEAT_CH
     for r, a in enumerate(analyses):
-        y = y0 + r * ch
-        body.append(_text(left - 4, y + ch / 2, f"w{a.warp} s{a.step}", size=10, anchor="end"))
+        y = _HEAT_Y0 + r * ch
         for k, s in enumerate(a.sectors):
             used = a.used[s]
             fill = _mix(GOOD, BAD, 1 - used / SECTOR_BYTES)
@@ -300,8 +306,7 @@ def sector_heatmap_drawing(table: AccessTable, block: int = 0, *, title: str | N
     legend = ["cells: the instruction's 32-byte sectors in address order;",
               "number and colour: bytes of the sector it uses (green 32 = fully used);",
               "hover a cell for its address and lanes"]
-    return _finish_heatmap(body, legend, dropped, y0 + len(analyses) * ch + 6,
-                           x0 + ncols * cw + right, head,
+    return _finish_heatmap(body, legend, dropped, len(analyses), ncols, 150, head,
                            f"sector heat map: tensor {table.tensor} block {block}")
 
 

@@ -24,8 +24,7 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import BankSummary, CheckResult, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
-from threadmap.verify.util import as_tables
+from threadmap.verify.check import Accumulator, Check, check_tables, register
 
 _BIG = np.int64(1) << 62
 
@@ -174,10 +173,7 @@ class BankConflicts(Accumulator):
 
 def check_bank_conflicts(tables: AccessTable | Sequence[AccessTable], *, max_extra: int | None = None) -> CheckResult:
     """Bank conflicts of one shared side's table (or chunks of it)."""
-    ts = as_tables(tables)
-    if ts[0].memory != "shared":
-        return skipped("bank_conflicts", ts[0], f"{ts[0].memory} memory: bank conflicts apply to shared memory")
-    return feed_all(BankConflicts(ts[0], max_extra), ts)  # type: ignore[arg-type]
+    return check_tables("bank_conflicts", tables, lambda t: BankConflicts(t, max_extra))  # type: ignore[arg-type]
 
 
 @register
@@ -185,9 +181,7 @@ class BankConflictCheck(Check):
     name = "bank_conflicts"
     rule = "Shared-memory accesses need no more wavefronts than ideal."
     definition = staticmethod(hw.wavefronts)
-
-    def applies(self, side: SideModel) -> bool:
-        return side.memory == "shared"
+    memories = ("shared",)
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> BankConflicts:
         assert side is not None

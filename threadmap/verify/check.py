@@ -29,6 +29,7 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, SkipSummary
 from threadmap.simulate.access import AccessTable
 from threadmap.spec.schema import CHECK_ALIASES
+from threadmap.verify.util import as_tables
 
 StageTables = Sequence[tuple[AccessTable, AccessTable] | str]
 
@@ -56,9 +57,11 @@ class Check(ABC):
     #: a sentence for reports (SARIF rules)
     rule: ClassVar[str] = ""
     definition: ClassVar[Callable[..., Any]]
+    #: the memories whose sides the check judges
+    memories: ClassVar[tuple[str, ...]] = ("global", "shared", "register")
 
     def applies(self, side: SideModel) -> bool:
-        return True
+        return side.memory in self.memories
 
     @abstractmethod
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Accumulator:
@@ -83,6 +86,17 @@ def feed_all(acc: Accumulator, tables: Sequence[Any]) -> CheckResult:
     for t in tables:
         acc.add(t, np.ones(t.blocks.size, dtype=np.int64))
     return acc.result()
+
+
+def check_tables(check: str, tables: AccessTable | Sequence[AccessTable],
+                 make: Callable[[AccessTable], Accumulator]) -> CheckResult:
+    """Plain enumeration of one side's table (or its chunks) by the check's accumulator,
+    ``make(first chunk)``; SKIP where the check does not judge the side's memory."""
+    ts = as_tables(tables)
+    memories = CHECKS[check].memories
+    if ts[0].memory not in memories:
+        return skipped(check, ts[0], f"{ts[0].memory} memory: {check} judges {' and '.join(memories)} memory")
+    return feed_all(make(ts[0]), ts)
 
 
 def skipped(check: str, side: Any, reason: str) -> CheckResult:

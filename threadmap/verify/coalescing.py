@@ -27,8 +27,8 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoalescingSummary, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
-from threadmap.verify.util import as_tables, vector_fault
+from threadmap.verify.check import Accumulator, Check, check_tables, register
+from threadmap.verify.util import vector_fault
 
 _BIG = np.int64(1) << 62
 
@@ -178,10 +178,7 @@ class Coalescing(Accumulator):
 
 def check_coalescing(tables: AccessTable | Sequence[AccessTable], *, max_ratio: float | None = None) -> CheckResult:
     """Coalescing of one global side's table (or chunks of it)."""
-    ts = as_tables(tables)
-    if ts[0].memory != "global":
-        return skipped("coalescing", ts[0], f"{ts[0].memory} memory: coalescing applies to global memory")
-    return feed_all(Coalescing(ts[0], max_ratio), ts)  # type: ignore[arg-type]
+    return check_tables("coalescing", tables, lambda t: Coalescing(t, max_ratio))  # type: ignore[arg-type]
 
 
 @register
@@ -189,9 +186,7 @@ class CoalescingCheck(Check):
     name = "coalescing"
     rule = "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned."
     definition = staticmethod(hw.sectors)
-
-    def applies(self, side: SideModel) -> bool:
-        return side.memory == "global"
+    memories = ("global",)
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Coalescing:
         assert side is not None

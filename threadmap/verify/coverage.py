@@ -32,8 +32,8 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, CoverageSummary, Finding
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, view_of
-from threadmap.verify.check import Accumulator, Check, feed_all, register
-from threadmap.verify.util import as_tables, colex, counted_rows, delinearize, in_bounds
+from threadmap.verify.check import Accumulator, Check, check_tables, register
+from threadmap.verify.util import colex, counted_rows, delinearize, in_bounds
 
 KIND_CAP = 8  # findings kept per kind, so every kind shows up in the capped list
 
@@ -325,8 +325,7 @@ def _tile_cells_in_bounds(org: np.ndarray, tile: tuple[int, ...], shape: tuple[i
 
 def check_tile_coverage(tables: AccessTable | Sequence[AccessTable], *, replication: bool = False) -> CheckResult:
     """Per-tile coverage of one side's table (or chunks of it), every block with weight 1."""
-    ts = as_tables(tables)
-    return feed_all(TileCoverage(ts[0], replication), ts)  # type: ignore[arg-type]
+    return check_tables("coverage", tables, lambda t: TileCoverage(t, replication))  # type: ignore[arg-type]
 
 
 @register
@@ -334,9 +333,7 @@ class CoverageCheck(Check):
     name = "coverage"
     rule = "Every thread touches the right elements of its tile exactly once."
     definition = staticmethod(coverage_definition)
-
-    def applies(self, side: SideModel) -> bool:
-        return side.memory != "register"
+    memories = ("global", "shared")
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> TileCoverage:
         assert side is not None

@@ -23,9 +23,9 @@ from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, Finding, VectorizeSummary
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import Memo, per_block, period, view_of
-from threadmap.verify.check import Accumulator, Check, feed_all, register, skipped
+from threadmap.verify.check import Accumulator, Check, check_tables, register
 from threadmap.verify.coalescing import access_legality
-from threadmap.verify.util import as_tables, vector_fault
+from threadmap.verify.util import vector_fault
 
 
 def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes: int,
@@ -171,10 +171,7 @@ class Vectorize(Accumulator):
 
 def check_vectorize(tables: AccessTable | Sequence[AccessTable], *, min_bits: int | None = None) -> CheckResult:
     """Vectorization of one side's table (or chunks of it); register sides are skipped."""
-    ts = as_tables(tables)
-    if ts[0].memory == "register":
-        return skipped("vectorize", ts[0], "register side: any vector width is legal")
-    return feed_all(Vectorize(ts[0], min_bits), ts)  # type: ignore[arg-type]
+    return check_tables("vectorize", tables, lambda t: Vectorize(t, min_bits))  # type: ignore[arg-type]
 
 
 @register
@@ -182,9 +179,7 @@ class VectorizeCheck(Check):
     name = "vectorize"
     rule = "Vector accesses are contiguous and aligned, as wide as the data allows."
     definition = staticmethod(widest_vector_definition)
-
-    def applies(self, side: SideModel) -> bool:
-        return side.memory != "register"
+    memories = ("global", "shared")  # a register side takes any vector width
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Vectorize:
         assert side is not None
