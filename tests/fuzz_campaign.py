@@ -1843,7 +1843,7 @@ TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\s*File \".*\", l
 EXC_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b(?::|$)", re.M)
 WARNING = re.compile(r"\b\w*Warning\b:")
 LOCATED = re.compile(r"^.+?:\d+:\d+: \S.*")
-OPTION_WORDS = ("-o ", "--", "unknown check", "no spec files", "Invalid value", "No such option", "Missing",
+OPTION_WORDS = ("-o ", "-o:", "--", "unknown check", "no spec files", "Invalid value", "No such option", "Missing",
                 "Got unexpected", "Error:", "show draws", "Option", "No such command", "requires an argument")
 
 
@@ -1902,13 +1902,14 @@ def check_format(fmt: str, data: bytes) -> str | None:
                 return f"JUnit root is <{root.tag}>"
             return None
         if fmt == "csv":
-            lines = text.splitlines()
-            if not lines:
+            import csv
+            import io
+            rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+            if not rows:
                 return "empty CSV"
-            n = lines[0].count(",")
-            for i, ln in enumerate(lines[1:], 2):
-                if ln.count(",") != n:
-                    return f"CSV line {i} has {ln.count(',') + 1} fields, header {n + 1}: {ln[:120]!r}"
+            for i, row in enumerate(rows[1:], 2):
+                if len(row) != len(rows[0]):
+                    return f"CSV line {i} has {len(row)} fields, header {len(rows[0])}: {row[:13]!r}"
             return None
     except Exception as e:  # noqa: BLE001
         return f"{type(e).__name__}: {str(e)[:200]}"

@@ -492,7 +492,7 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
     click.echo(res.text)
     if write_svg is not None and res.svg is not None:
         write_svg(res.svg)
-        click.echo(f"wrote {svg_path}")
+        click.echo(f"wrote {_path_text(svg_path)}")
 
 
 @main.command("schema")

@@ -153,7 +153,21 @@ def summary_line(report: VerifyReport) -> str:
 
 
 def to_json(report: VerifyReport) -> str:
-    return report.model_dump_json(indent=1)
+    try:
+        return report.model_dump_json(indent=1)
+    except ValueError:  # a file name that is not UTF-8 (lone surrogates): show its bytes escaped
+        return json.dumps(_fs_clean(report.model_dump(mode="json")), indent=1, ensure_ascii=False)
+
+
+def _fs_clean(v: Any) -> Any:
+    """Strings with the undecodable bytes of file names (``surrogateescape``) as ``\\xNN``."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if not v.isprintable() else v
+    if isinstance(v, dict):
+        return {_fs_clean(k): _fs_clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_fs_clean(x) for x in v]
+    return v
 
 
 def witness_text(w: dict[str, Any] | None) -> str:
