@@ -490,7 +490,7 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
     res = api.show(spec_path, sizes=_parse_sizes(sizes), stage=stage, block=block, warp=warp, step=step,
                    svg=svg_path is not None)
     click.echo(res.text)
-    if write_svg is not None and res.svg is not None:
+    if write_svg is not None and svg_path is not None and res.svg is not None:
         write_svg(res.svg)
         click.echo(f"wrote {_path_text(svg_path)}")
 
