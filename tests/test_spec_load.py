@@ -416,7 +416,10 @@ def test_empty_and_bomb() -> None:
         f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdef", "bcdefg"))
     assert "more than 100000 values" in first_error(bomb)[3]
     assert "nested deeper" in first_error("a: " + "[" * 100 + "]" * 100)[3]
-    assert "YAML" in first_error("a: " + "[" * 5000)[3]
+    # unclosed and too deep: libyaml 0.2.6 stops at its own depth limit (a YAML error) while
+    # scanning ahead, 0.2.5 has none and the reader's limit is met first
+    msg = first_error("a: " + "[" * 5000)[3]
+    assert "YAML" in msg or "nested deeper than 64 levels" in msg, msg
 
 
 # ----------------------------------------------------------------------------- errors, JSON and TOML
