@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from threadmap.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["", "layout", "threadmap", "verify", "simulate", "show", "schema", "examples"]
+COMMANDS = ["", "layout", "threadmap", "verify", "prove", "simulate", "show", "schema", "examples"]
 
 
 def examples() -> list[tuple[str, str]]:
@@ -37,7 +37,7 @@ EXAMPLES = examples()
 
 def test_every_command_documents_examples() -> None:
     with_examples = {cmd for cmd, _ in EXAMPLES}
-    assert {"threadmap", "layout", "verify", "simulate", "show"} <= with_examples
+    assert {"threadmap", "layout", "verify", "simulate", "show", "prove"} <= with_examples
 
 
 @pytest.mark.parametrize("cmd,line", EXAMPLES, ids=[line for _, line in EXAMPLES])

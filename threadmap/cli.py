@@ -315,7 +315,7 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     Examples:
       threadmap verify specs/cute_transpose/row_smem.yaml
       threadmap verify specs/planted/off_by_one_grid.yaml --sizes M=1000,N=1000 --checks predicates
-      threadmap verify specs/ --check-expected --format sarif -o threadmap.sarif
+      threadmap verify specs/ --check-expected --format sarif -o /tmp/threadmap.sarif
 
     Exit status: 0 every spec passes (with --check-expected: every verdict as expected),
     1 findings, 2 invalid spec or usage, 3 internal error.
@@ -369,6 +369,53 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     for bad in report.errors:
         click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
     sys.exit(report.exit_status(check_expected))
+
+
+# ----------------------------------------------------------------------------- prove
+
+
+@main.command("prove")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
+              help="seconds per spec; the solver is stopped and its properties are UNKNOWN")
+def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: float) -> None:
+    """Prove coverage, predicates, dataflow, bank conflicts, aliasing and the grid limits
+    for every size in the spec's ranges (and under its assume: relations).
+
+    \b
+    Examples:
+      threadmap prove specs/ranges/row_smem_swizzled.yaml
+      threadmap prove specs/ranges/planted_one_residue_grid.yaml --format json -o /tmp/proofs.json
+
+    Each property is PROVED, REFUTED (with sizes where the simulator shows the finding) or
+    UNKNOWN (a premise of the method fails, or the time limit: never a pass).
+    Exit status: 0 everything proved, 1 a property refuted or unknown, 2 invalid spec or
+    usage, 3 internal error.
+    """
+    from rich.console import Console
+
+    from threadmap.prove import prove
+    from threadmap.report.formats import proof_summary_line, render_proofs, to_json
+
+    files: list[Path] = []
+    for p in paths:
+        files += [Path(p)] if not Path(p).is_dir() else []
+    write = _output(output, files)
+    report = prove(list(paths), timeout_s=timeout)
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
+        render_proofs(report, con)
+        con.print(proof_summary_line(report))
+        if output:
+            write(buf.getvalue())
+    else:
+        write(to_json(report))
+    for bad in report.errors:
+        click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
+    sys.exit(report.exit_code)
 
 
 # ----------------------------------------------------------------------------- simulate / show

@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 
 from rich.markup import escape
 
-from threadmap.report.model import CheckResult, SpecRun, VerifyReport
+from threadmap.report.model import CheckResult, ProveReport, SpecRun, VerifyReport
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
 
@@ -152,7 +152,7 @@ def summary_line(report: VerifyReport) -> str:
     return line
 
 
-def to_json(report: VerifyReport) -> str:
+def to_json(report: VerifyReport | ProveReport) -> str:
     try:
         return report.model_dump_json(indent=1)
     except ValueError:  # a file name that is not UTF-8 (lone surrogates): show its bytes escaped
@@ -168,6 +168,46 @@ def _fs_clean(v: Any) -> Any:
     if isinstance(v, list):
         return [_fs_clean(x) for x in v]
     return v
+
+
+PROOF_STYLE = {"PROVED": "green", "REFUTED": "red", "UNKNOWN": "yellow"}
+
+
+def render_proofs(report: ProveReport, console: Any) -> None:
+    """One table per spec: a row per property with its status, method, time and evidence
+    (the counterexample's sizes and first finding, or why it is unknown)."""
+    from rich.table import Table
+
+    for run in report.runs:
+        ranges = ", ".join(f"{k} in {v}" for k, v in run.ranges.items())
+        assume = f"; assume {' and '.join(run.assume)}" if run.assume else ""
+        t = Table(title=escape(printable(run.spec)), title_justify="left", caption_justify="left",
+                  caption=escape(f"{printable(run.path)}  {ranges}{assume}; {run.bits}-bit encoding, "
+                                 f"{run.seconds:.2f} s"), expand=False)
+        for col in ("property", "status", "method", "time", "evidence"):
+            t.add_column(col, overflow="fold")
+        for p in run.properties:
+            ev = p.reason
+            if p.sizes is not None:
+                sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+                ev = f"at {sizes}: " + (p.findings[0].message if p.findings else p.reason)
+                if p.precondition:
+                    ev += f"; weakest precondition: {' and '.join(p.precondition)}"
+            elif p.classes:
+                ev += f" ({p.classes} classes)" if "classes" not in ev else ""
+            t.add_row(p.property, f"[{PROOF_STYLE[p.status]}]{p.status}[/]", p.method, f"{p.seconds:.2f} s",
+                      escape(printable(ev)))
+        console.print(t)
+
+
+def proof_summary_line(report: ProveReport) -> str:
+    props = [p for r in report.runs for p in r.properties]
+    count = {s: sum(p.status == s for p in props) for s in ("PROVED", "REFUTED", "UNKNOWN")}
+    line = (f"{len(report.runs)} spec{'s' if len(report.runs) != 1 else ''}, {len(props)} properties: "
+            f"{count['PROVED']} proved, {count['REFUTED']} refuted, {count['UNKNOWN']} unknown")
+    if report.errors:
+        line += f"; {len(report.errors)} spec{'s' if len(report.errors) > 1 else ''} could not be proved"
+    return line
 
 
 def witness_text(w: dict[str, Any] | None) -> str:

@@ -235,3 +235,52 @@ class VerifyReport(_Model):
         if check_expected:
             return 0 if all(r.as_expected for r in self.runs) else 1
         return 1 if self.failed else 0
+
+
+ProofStatus = Literal["PROVED", "REFUTED", "UNKNOWN"]
+
+
+class PropertyResult(_Model):
+    """One property of a spec for every size in range: PROVED, REFUTED (with the sizes of a
+    counterexample and the findings the simulator reports there) or UNKNOWN (never a pass)."""
+
+    property: str
+    status: ProofStatus
+    method: str
+    seconds: float
+    reason: str = ""
+    classes: int = 0
+    sizes: dict[str, int] | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    precondition: list[str] = Field(default_factory=list)
+
+
+class ProveRun(_Model):
+    """The properties of one spec."""
+
+    spec: str
+    path: str
+    ranges: dict[str, str]
+    assume: list[str]
+    bits: int
+    seconds: float
+    properties: list[PropertyResult]
+
+
+class ProveReport(_Model):
+    """Everything ``threadmap prove`` found."""
+
+    threadmap: str
+    runs: list[ProveRun]
+    errors: list[SpecError] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """0: every property PROVED; 1: one REFUTED or UNKNOWN; 2: an invalid spec; 3: an
+        internal error."""
+        if any(e.status == "internal" for e in self.errors):
+            return 3
+        if self.errors:
+            return 2
+        return 0 if all(p.status == "PROVED" for r in self.runs for p in r.properties) else 1

@@ -379,6 +379,67 @@ def evaluate(text: str | int, env: Mapping[str, int]) -> int:
     return parse_expr(text).eval(env)
 
 
+#: the comparisons of a relation, longest first (so ``<=`` is not read as ``<``)
+RELATION_OPS: tuple[str, ...] = ("==", "!=", "<=", ">=", "<", ">")
+_REL = re.compile(r"==|!=|<=|>=|<|>")
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
+    ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
+}
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``left OP right``, an assumption on the sizes (``N % 4 == 0``, ``M >= 2 * N``).
+
+    Law: for every backend, ``holds`` over ints and ``apply`` over that backend agree:
+    ``rel.apply(env) == rel.holds(env)`` for ints, and the z3 Boolean of ``rel.apply`` over
+    ``Sym`` constants simplifies to ``rel.holds``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    text: str
+
+    def names(self) -> frozenset[str]:
+        return self.left.names() | self.right.names()
+
+    def holds(self, env: Mapping[str, int]) -> bool:
+        """The relation over checked Python ints."""
+        return bool(_COMPARE[self.op](self.left.eval(env), self.right.eval(env)))
+
+    def apply(self, env: Mapping[str, Any], ops: Ops = OPS) -> Any:
+        """The relation over a backend (numpy: a Boolean array; ``Sym``: a z3 Boolean)."""
+        return _COMPARE[self.op](self.left.apply(env, ops), self.right.apply(env, ops))
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+def parse_relation(text: str) -> Relation:
+    """Parse ``expr OP expr`` with exactly one comparison ``== != <= >= < >``.
+
+    >>> parse_relation("N % 4 == 0").holds({"N": 8})
+    True
+    """
+    if not isinstance(text, str):
+        raise SpecError(f"expected a relation string such as 'N % 4 == 0', got {type(text).__name__}")
+    if len(text) > MAX_TEXT:
+        raise SpecError(f"relation longer than {MAX_TEXT} characters")
+    ops = list(_REL.finditer(text))
+    if len(ops) != 1:
+        raise SpecError(f"a relation compares two expressions with one of {' '.join(RELATION_OPS)} "
+                        f"(found {len(ops)} comparisons) in {text!r}")
+    m = ops[0]
+    lhs, rhs = text[:m.start()], text[m.end():]
+    try:
+        left = parse_expr(lhs)
+        right = parse_expr(rhs)
+    except SpecError as e:
+        raise SpecError(f"{e} (in the relation {text!r})") from None
+    return Relation(op=m.group(), left=left, right=right, text=text)
+
+
 class NotAffine(ValueError):
     """An expression is not an affine function of its variables (it divides, takes a
     modulo, a min/max or a product of two variables)."""

@@ -206,6 +206,9 @@ class Spec(_Model):
                                    description="named problem sizes: an integer or a range")
     grid: list[Expr] = Field(default_factory=lambda: list[Expr]([1]), min_length=1, max_length=3,
                              description="blocks along x, y, z (expressions); coordinates bx, by, bz")
+    assume: list[str] = Field(default_factory=list, max_length=64,
+                              description="relations the sizes satisfy, e.g. 'N % 4 == 0', 'M >= N' "
+                                          "(comparisons == != <= >= < >); samples that break one are skipped")
     tensors: dict[str, TensorSpec] = Field(description="tensors in global or shared memory")
     stages: list[Stage] = Field(min_length=1, description="copies and barriers, in program order")
     expect: Expect = Field(default_factory=Expect, description="what the author expects")

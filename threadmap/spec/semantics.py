@@ -11,14 +11,15 @@ from typing import Any
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.layout import cosize, parse_layout, rank, size
 from threadmap.layout import shape as layout_shape
-from threadmap.spec.expr import BLOCK_NAMES, evaluate, parse_expr
+from threadmap.spec.expr import BLOCK_NAMES, Relation, evaluate, parse_expr, parse_relation
 from threadmap.spec.located import Errors, Path_
 from threadmap.spec.parsed import LayoutTemplate
 from threadmap.spec.pydantic_errors import COMMA_HINT, unbalanced
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
 
 MAX_EXTENT = 2**31            # one dimension: a size, a grid entry, a tile extent, a shape mode
-MAX_ELEMENTS = 2**40          # size or cosize of one tensor layout
+MAX_ELEMENTS = 2**40          # size or cosize of one tensor layout that is enumerated
+MAX_PROOF_ELEMENTS = 2**56    # the same at a range's max, which only proofs reach (bytes < 2^62)
 MAX_THREADS = 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's gridDim limits
 MAX_SHARED_BYTES = 227 * 1024  # shared memory per block (sm_80/sm_90 opt-in maximum)
@@ -133,6 +134,10 @@ def _env_note(env: Mapping[str, int], spec: Spec) -> str:
     return " (with " + ", ".join(f"{k}={env[k]}" for k in ranged) + ")"
 
 
+def _env_text(env: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in env.items()) or "(none)"
+
+
 def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dict[str, int]]:
     """What the models cannot check; adds located problems to ``errs``.  Returns the size
     environments and the max environment (meaningful only when no problem was added).
@@ -179,6 +184,21 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
                 if not v.min <= s <= v.max or s % v.multiple_of:
                     errs.add((*p, "samples", j), f"sample {s} is not in [{v.min}, {v.max}] "
                              f"or not a multiple of {v.multiple_of}")
+
+    # -- assumptions
+    relations: list[Relation] = []
+    for i, text in enumerate(spec.assume):
+        try:
+            rel = parse_relation(text)
+        except SpecError as ex:
+            errs.add(("assume", i), str(ex))
+            continue
+        undefined = sorted(rel.names() - defined)
+        if undefined:
+            errs.add(("assume", i), f"undefined name {undefined[0]!r} in {text!r}; an assumption "
+                     f"relates the sizes: {', '.join(sorted(defined)) or 'none'}")
+            continue
+        relations.append(rel)
 
     # -- names in expressions and layouts
     exprs: list[tuple[Path_, Any, set[str]]] = [(("threads",), spec.threads, defined)]
@@ -256,10 +276,30 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
 
     # -- evaluated checks, per environment
     envs = sample_envs(spec.sizes, _const_tiles(spec))
+    if relations:
+        kept = []
+        for env in envs:
+            try:
+                broken = [r for r in relations if not r.holds(env)]
+            except SpecError as ex:
+                errs.add(("assume",), f"{ex}{_env_note(env, spec)}")
+                return [], {}
+            if not broken:
+                kept.append(env)
+            elif all(isinstance(v, int) for v in spec.sizes.values()):
+                errs.add(("assume", spec.assume.index(broken[0].text)),
+                         f"{broken[0].text!r} does not hold for the sizes {_env_text(env)}")
+                return [], {}
+        if not kept:
+            errs.add(("assume",), f"no sample of the size ranges satisfies every assumption (tried "
+                     f"{len(envs)}: {_env_text(envs[0])}, ...); give samples that do")
+            return [], {}
+        envs = kept
     top_env = max_env(spec.sizes)
     check_envs = envs + ([top_env] if top_env not in envs else [])
     for env in check_envs:
         note = _env_note(env, spec)
+        max_elements = MAX_ELEMENTS if env in envs else MAX_PROOF_ELEMENTS
 
         def ev(p: Path_, x: Any, env: Mapping[str, int] = env, note: str = note) -> int | None:
             try:
@@ -291,9 +331,10 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
             except (ThreadmapError, RecursionError, TypeError, ValueError, ArithmeticError) as ex:
                 errs.add(p, f"{ex}{note}")
                 continue
-            if any(m > MAX_EXTENT for m in modes) or n > MAX_ELEMENTS or cn > MAX_ELEMENTS:
-                errs.add(p, f"layout {text!r} is huge{note}: size {n}, cosize {cn}; "
-                         f"limits are 2^31 per mode and 2^40 elements")
+            if any(m > MAX_EXTENT for m in modes) or n > max_elements or cn > max_elements:
+                errs.add(p, f"layout {text!r} is huge{note}: size {n}, cosize {cn}; limits are 2^31 per "
+                         f"mode and 2^{max_elements.bit_length() - 1} elements"
+                         + (" (at the samples)" if max_elements == MAX_ELEMENTS else " (at the ranges' max)"))
                 continue
             layouts[p] = lay
 

@@ -1,0 +1,125 @@
+"""``threadmap prove``: properties for every size in range (z3 size classes + the simulator).
+
+Every expected verdict is derived in the spec's comment (specs/ranges/) or here; each REFUTED
+is checked by replaying its sizes through ``threadmap verify``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import threadmap.api as api
+from threadmap.prove import prove, prove_loaded
+from threadmap.spec.load import loads_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+RANGES = ROOT / "specs" / "ranges"
+
+
+def props(run):  # type: ignore[no-untyped-def]
+    return {p.property: p for p in run.properties}
+
+
+def replay(path: Path, sizes: dict[str, int], check: str) -> bool:
+    """True when ``threadmap verify`` at ``sizes`` fails ``check``."""
+    runs = api.verify_spec(path, sizes=sizes)
+    return any(r.check == check and r.status == "FAIL" for run in runs for r in run.results)
+
+
+def test_planted_one_residue_bug_is_refuted_and_hides_from_the_samples() -> None:
+    path = RANGES / "planted_one_residue_grid.yaml"
+    runs = api.verify_spec(path)
+    assert [r.sizes["N"] % 128 for r in runs] and all(r.verdict == "pass" for r in runs)
+    assert all(r.sizes["N"] % 128 != 100 for r in runs)
+    report = prove([path], timeout_s=120)
+    p = props(report.runs[0])
+    for name in ("coverage", "predicates"):
+        assert p[name].status == "REFUTED", p[name]
+        n = p[name].sizes["N"]
+        assert n % 128 == 100 and replay(path, {"N": n}, "grid_coverage" if name == "coverage" else name)
+    # N = 100 makes the grid 0 blocks: an invalid launch, found by z3 directly
+    assert p["grid"].status == "REFUTED" and p["grid"].sizes["N"] % 128 == 100
+    assert p["dataflow"].status == "PROVED" and report.exit_code == 1
+
+
+def test_a_transpose_is_proved_for_every_size() -> None:
+    run = prove([RANGES / "row_smem_swizzled.yaml"], timeout_s=300).runs[0]
+    assert {k: p.status for k, p in props(run).items()} == dict.fromkeys(
+        ("grid", "coverage", "predicates", "dataflow", "bank_conflicts", "aliasing"), "PROVED")
+    # 16 x 16 tiles: N mod 16 and M mod 16 are the classes (the grid is always ceil_div)
+    assert props(run)["coverage"].classes == 256
+
+
+STRADDLE = """
+spec: 1
+name: stripmined v4, M fixed, N in a range
+element: f32
+threads: 128
+sizes: {{M: 64, N: {{min: 1, max: 256, samples: [64]}}}}
+{assume}
+grid: ["ceil_div(M, 64)", "ceil_div(N, 64)"]
+tensors:
+  A: {{memory: global, layout: "(M,N):(N,1)", align: 256}}
+stages:
+  - copy:
+      src: {{tensor: A, tile: [64, 64], at: [bx, by],
+            thread_map: {{name: PitchLinearStripminedThreadMap, shape: [64, 64], threads: 128,
+                         elements_per_access: 4, contiguous_mode: 1}}}}
+      dst: {{registers: frag}}
+      predicate: vector
+"""
+
+
+def test_vector_straddle_refuted_with_its_weakest_precondition_and_proved_under_it() -> None:
+    # thread t loads columns 4(t % 16) .. +3 of a 64-wide tile; with N % 4 != 0 the vector
+    # holding column N - 1 straddles N and the whole-vector predicate drops it
+    bad = prove_loaded(loads_spec(STRADDLE.format(assume=""), "yaml", "straddle.yaml"), 120)
+    p = props(bad)["predicates"]
+    assert p.status == "REFUTED" and p.sizes["N"] % 4 != 0
+    assert p.precondition == ["N % 4 == 0"]
+    good = prove_loaded(loads_spec(STRADDLE.format(assume='assume: ["N % 4 == 0"]'), "yaml", "s.yaml"), 120)
+    assert props(good)["predicates"].status == "PROVED" and props(good)["coverage"].status == "PROVED"
+    # N mod 64 in {0, 4, ..., 60} and whether N >= 64: 16 classes, against 64 without the assumption
+    assert props(good)["coverage"].classes == 16 < props(bad)["coverage"].classes
+
+
+def test_structure_that_changes_with_the_sizes_is_unknown_never_proved() -> None:
+    text = STRADDLE.format(assume="").replace("tile: [64, 64]", "tile: [64, N]")
+    run = prove_loaded(loads_spec(text, "yaml", "t.yaml"), 60)
+    assert {props(run)[k].status for k in ("coverage", "predicates")} == {"UNKNOWN"}
+
+
+@pytest.mark.parametrize("edit,needle", [
+    # N - M is negative for N < 64: unsigned bit-vectors would wrap, so the encoding refuses
+    (("grid: [\"ceil_div(M, 64)\", \"ceil_div(N, 64)\"]",
+      "grid: [\"ceil_div(M, 64)\", \"ceil_div(N - M, 64) + 1\"]"), "can be negative"),
+])
+def test_bad_input_exits_2(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
+    text = STRADDLE.format(assume="").replace(*edit)
+    f = tmp_path / "k.yaml"
+    f.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(f)], capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_unsatisfiable_assumption_exits_2(tmp_path: Path) -> None:
+    f = tmp_path / "k.yaml"
+    f.write_text(STRADDLE.format(assume='assume: ["N % 4 == 5"]'))
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(f)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "assume" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_time_limit_gives_unknown_and_exit_1() -> None:
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(RANGES / "row_smem.yaml"),
+                           "--timeout", "0.5", "--format", "json"], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    by = {p["property"]: p for p in doc["runs"][0]["properties"]}
+    # what was decided before the limit keeps its status; the rest is UNKNOWN, never a pass
+    for k in ("coverage", "predicates", "dataflow"):
+        assert by[k]["status"] == "UNKNOWN" and "time limit" in by[k]["reason"], by[k]
+    assert by["bank_conflicts"]["status"] == "REFUTED"  # the first class already shows the 8-way conflict

@@ -1,0 +1,390 @@
+"""The size space of a spec as z3 bit-vectors, and the classes of sizes a verdict depends on.
+
+**Variables and constraints.**  Every named size becomes a z3 bit-vector variable; a fixed
+size is pinned, a :class:`~threadmap.spec.schema.SizeRange` gives ``min <= s <= max`` and
+``s % multiple_of == 0``, each ``assume:`` relation is evaluated by the spec's one expression
+core (:meth:`~threadmap.spec.expr.Relation.apply` over :class:`~threadmap.layout.Sym`).  The
+bit-width is chosen per spec: every expression the encoding builds (grid entries, tensor
+extents, the class terms, the assumptions) is first evaluated on intervals over the ranges,
+with every intermediate result tracked; the width holds the largest magnitude with a bit to
+spare, and a spec whose intermediates could be negative or exceed 64 bits is refused
+(unsigned bit-vectors would wrap) -- checked, not assumed.
+
+**Symbolic extents.**  A global tensor's top-level extents and strides are read from its
+layout as monomials ``c * M^a * N^b`` of the sizes: the layout is built with every size
+replaced by a distinct large prime and each leaf is factored over those primes (twice, with
+two prime sets, so a coincidence cannot pass).  A layout whose extents are not monomials
+(``M + 1``) has no symbolic form and its spec is not proved (UNKNOWN, never a pass).
+
+**Classes.**  A tiled global side with tile ``T_k`` along mode ``k`` and tile coordinate
+``at_k = b_j`` (a block coordinate) touches tiles ``q = 0 .. G_j - 1``; each tile is
+*interior* (``(q+1) T_k <= E_k``), the *edge* tile cut at ``r_k = E_k mod T_k`` or *outside*
+(``q T_k >= E_k``).  When the tile-local partition does not depend on the sizes, stays
+inside its tile, and each block coordinate tiles one extent by one tile (all checked),
+what happens in a tile depends only on its type, so a grid-level verdict (coverage,
+predicates, dataflow, bank conflicts) is the disjunction over the tile types present.
+
+The class of a size assignment is, per block coordinate ``b_j`` tiling ``E`` by ``T``, ``E
+mod T`` and how ``G_j`` compares with ``ceil_div(E, T)`` (fewer, equal or more tiles); per
+constant ``at_k = a``, the cut ``clamp(E_k - a T_k, 0, T_k)``; per grid axis no ``at``
+uses, ``min(G_j, 2)``.  Which tile types a member has then depends only on its class and
+on whether ``E >= T`` (an interior tile exists) along each block coordinate.  A class's
+representative satisfies every ``E >= T`` that some member satisfies when one member
+satisfies them all, so its tile types include every member's; otherwise each reachable
+combination gets its own representative.  Classes are enumerated by z3 with blocking
+clauses, each representative with the smallest size bound that admits it (64, 1024, 2^16,
+2^24, then none, so the enumeration is complete).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
+
+from threadmap.errors import SpecError
+from threadmap.layout import Sym, parse_layout
+from threadmap.layout import shape as layout_shape
+from threadmap.layout import stride as layout_stride
+from threadmap.layout.backend import Interval
+from threadmap.spec.expr import BLOCK_NAMES, OPS, Expr, Relation, parse_expr, parse_relation
+from threadmap.spec.load import LoadedSpec
+from threadmap.spec.schema import SizeRange
+
+#: size bounds tried in turn while enumerating classes (None: unbounded, which completes)
+BOUNDS: tuple[int | None, ...] = (64, 1024, 1 << 16, 1 << 24, None)
+#: classes enumerated at most; beyond, the property is UNKNOWN
+MAX_CLASSES = 4096
+
+
+class Unsupported(Exception):
+    """The spec has a form the encoding does not decide (the property is UNKNOWN)."""
+
+
+# ----------------------------------------------------------------------------- monomials
+
+
+@dataclass(frozen=True)
+class Monomial:
+    """``coef * prod(size ** power)``."""
+
+    coef: int
+    powers: tuple[tuple[str, int], ...]
+
+    def value(self, env: Mapping[str, Any]) -> Any:
+        v: Any = self.coef
+        for name, k in self.powers:
+            for _ in range(k):
+                v = v * env[name]
+        return v
+
+    def __str__(self) -> str:
+        parts = ([str(self.coef)] if self.coef != 1 or not self.powers else []) + \
+            [n if k == 1 else f"{n}^{k}" for n, k in self.powers]
+        return "*".join(parts)
+
+
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    for p in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37):
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for a in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37):  # deterministic below 3.3e24
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _primes(start: int, k: int) -> list[int]:
+    out: list[int] = []
+    n = start
+    while len(out) < k:
+        if _is_prime(n):
+            out.append(n)
+        n += 1
+    return out
+
+
+def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
+    if v == 0:
+        return None
+    powers = []
+    for name, p in primes.items():
+        k = 0
+        while v % p == 0:
+            v //= p
+            k += 1
+        if k:
+            powers.append((name, k))
+    # the rest must be a plain constant: far below every stand-in prime
+    return Monomial(v, tuple(powers)) if abs(v) < 1 << 20 else None
+
+
+def layout_monomials(text: str, names: Sequence[str]) -> tuple[list[Monomial], list[Monomial] | None]:
+    """The top-level extents of a layout string as monomials of the sizes ``names``, and its
+    top-level strides when every one is an integer leaf (None otherwise).  Raises
+    :class:`Unsupported` when an extent is not a monomial."""
+    forms = []
+    for start in (1 << 40, 1 << 41):
+        primes = dict(zip(names, _primes(start, len(names)), strict=True))
+        lay = parse_layout(text, primes)
+        shp, std = layout_shape(lay), layout_stride(lay)
+        shp = shp if isinstance(shp, tuple) else (shp,)
+        std = std if isinstance(std, tuple) else (std,)
+        if not all(isinstance(s, int) for s in shp):
+            raise Unsupported(f"layout {text!r}: a top-level mode is nested")
+        ext = [_factor(s, primes) for s in shp]
+        if any(e is None for e in ext):
+            raise Unsupported(f"layout {text!r}: an extent is not a product of sizes and a constant")
+        strides = [_factor(d, primes) if type(d) is int else None for d in std]
+        forms.append((ext, strides if all(s is not None for s in strides) else None))
+    if forms[0] != forms[1]:
+        raise Unsupported(f"layout {text!r}: extents are not monomials of the sizes")
+    return forms[0]  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- the size space
+
+
+class _Tracked:
+    """Interval operations that remember the widest intermediate result."""
+
+    def __init__(self) -> None:
+        self.lo, self.hi = 0, 0
+        self.ops: dict[str, Any] = {k: self._wrap(f) for k, f in OPS.items()}
+
+    def _wrap(self, f: Any) -> Any:
+        def g(*a: Any) -> Any:
+            r = f(*a)
+            if isinstance(r, Interval):
+                self.lo, self.hi = min(self.lo, r.lo), max(self.hi, r.hi)
+            return r
+        return g
+
+
+class SizeSpace:
+    """The sizes of a spec as z3 bit-vectors with their constraints (see the module docstring)."""
+
+    def __init__(self, loaded: LoadedSpec) -> None:
+        spec = loaded.spec
+        self.loaded = loaded
+        self.names = list(spec.sizes)
+        self.box: dict[str, tuple[int, int, int]] = {}
+        for k, v in spec.sizes.items():
+            self.box[k] = (v.min, v.max, v.multiple_of) if isinstance(v, SizeRange) else (v, v, 1)
+        self.relations: list[Relation] = [parse_relation(t) for t in spec.assume]
+        self.grid: list[Expr] = [parse_expr(g) for g in spec.grid] + [parse_expr(1)] * (3 - len(spec.grid))
+        self.bits = 64
+        self.vars = {k: z3.BitVec(k, self.bits) for k in self.names}
+
+    def choose_bits(self, terms: Sequence[Expr | Relation | Monomial], slack: int = 0) -> None:
+        """Pick the bit-width from interval bounds of every term (intermediates included, plus
+        ``slack`` for the class terms' ``E + T - 1``); refuse intermediates that can be
+        negative or need more than 64 bits."""
+        t = _Tracked()
+        env = {k: Interval(lo, hi) for k, (lo, hi, _) in self.box.items()}
+        for x in terms:
+            if isinstance(x, Monomial):
+                v = x.value({k: _TrackedInterval(t, env[k]) for k in env})
+            else:
+                v = x.apply(env, t.ops)
+            if isinstance(v, Interval):
+                t.lo, t.hi = min(t.lo, v.lo), max(t.hi, v.hi)
+        if t.lo < 0:
+            raise SpecError(f"{self.loaded.path}:1:1: sizes: an expression of the spec can be negative "
+                            f"({t.lo}) for sizes in range; the proof encodes sizes as unsigned bit-vectors")
+        t.hi += slack
+        need = t.hi.bit_length() + 1
+        if need > 64:
+            raise SpecError(f"{self.loaded.path}:1:1: sizes: the ranges make an intermediate value as large as "
+                            f"{t.hi} (2^{t.hi.bit_length() - 1}), beyond the 64-bit encoding of the proofs; "
+                            "narrow the ranges")
+        self.bits = max(8, need)
+        self.vars = {k: z3.BitVec(k, self.bits) for k in self.names}
+
+    def sym_env(self) -> dict[str, Sym]:
+        return {k: Sym(v) for k, v in self.vars.items()}
+
+    def bv(self, x: Any, bits: int | None = None) -> z3.BitVecRef:
+        """A value of the encoding (a ``Sym`` or a constant) as a bit-vector of ``bits``
+        (default: the encoding's width), zero-extended."""
+        e = x.e if isinstance(x, Sym) else z3.BitVecVal(int(x), self.bits)
+        return z3.ZeroExt(bits - self.bits, e) if bits is not None and bits > self.bits else e
+
+    def constraints(self) -> list[z3.BoolRef]:
+        out = []
+        for k, (lo, hi, m) in self.box.items():
+            v = self.vars[k]
+            out += [z3.UGE(v, lo), z3.ULE(v, hi)]
+            if m > 1:
+                out.append(z3.URem(v, m) == 0)
+        env = self.sym_env()
+        out += [r.apply(env).e for r in self.relations]
+        return out
+
+    def check_satisfiable(self, timeout_ms: int) -> None:
+        """Refuse (exit 2) a spec whose ranges and assumptions admit no sizes at all."""
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.add(*self.constraints())
+        r = s.check()
+        if r == z3.unsat:
+            raise SpecError(f"{self.loaded.where('assume') if self.relations else str(self.loaded.path) + ':1:1'}: "
+                            f"assume: no sizes in the ranges satisfy "
+                            f"{' and '.join(r.text for r in self.relations) or 'the ranges'}")
+
+
+class _TrackedInterval(Interval):
+    """An interval whose products are recorded (monomials multiply sizes)."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: _Tracked, iv: Interval) -> None:
+        super().__init__(iv.lo, iv.hi)
+        self.t = t
+
+    def __mul__(self, o: Any) -> Interval:
+        r = _TrackedInterval(self.t, Interval(self.lo, self.hi) * o)
+        self.t.lo, self.t.hi = min(self.t.lo, r.lo), max(self.t.hi, r.hi)
+        return r
+
+    __rmul__ = __mul__
+
+
+# ----------------------------------------------------------------------------- classes
+
+
+@dataclass(frozen=True)
+class TiledMode:
+    """Mode ``mode`` of a global side's tile: extent ``extent`` (a monomial), tile ``tile``,
+    tile coordinate ``b_var`` (one of bx, by, bz) or the constant ``const``."""
+
+    where: str
+    extent: Monomial
+    tile: int
+    var: str | None
+    const: int
+
+
+def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str, Sym, z3.BoolRef | None]]:
+    """The class components as (name, term, preference).  A preference (``E_k >= T_k``: an
+    interior tile along the mode) is not a component: a representative satisfies as many as
+    its class allows (see :func:`enumerate_classes`).  Raises :class:`Unsupported` when one
+    block coordinate tiles modes of different extents or tiles (the tile types of a block
+    would then depend on more than the components)."""
+    env = space.sym_env()
+    grid = [Sym(space.bv(g.apply(env))) for g in space.grid]
+    by_var: dict[str, tuple[Monomial, int]] = {}
+    for m in modes:
+        if m.var is not None:
+            if by_var.setdefault(m.var, (m.extent, m.tile)) != (m.extent, m.tile):
+                e, t = by_var[m.var]
+                raise Unsupported(f"{m.var} tiles extent {e} by {t} and extent {m.extent} by {m.tile} "
+                                  f"({m.where}): a block's tile types would depend on both")
+    out: list[tuple[str, Sym, z3.BoolRef | None]] = []
+    seen: set[str] = set()
+
+    def add(name: str, term: Sym, pref: z3.BoolRef | None = None) -> None:
+        key = str(z3.simplify(term.e))
+        if key not in seen:
+            seen.add(key)
+            out.append((name, term, pref))
+
+    def const(v: int) -> z3.BitVecRef:
+        return z3.BitVecVal(v, space.bits)
+
+    for var, (ext, T) in by_var.items():
+        E = Sym(space.bv(ext.value(env)))
+        g = grid[BLOCK_NAMES.index(var)]
+        n = (E + (T - 1)) // T
+        add(f"{ext} mod {T}", E % T, z3.UGE(E.e, T))
+        add(f"{var} blocks vs ceil_div({ext}, {T})",
+            Sym(z3.If(z3.ULT(g.e, n.e), const(0), z3.If(g.e == n.e, const(1), const(2)))))
+    for m in modes:
+        if m.var is None:
+            E = Sym(space.bv(m.extent.value(env)))
+            lo, hi = m.const * m.tile, m.const * m.tile + m.tile
+            add(f"cut of {m.extent} in tile {m.const}",
+                Sym(z3.If(z3.ULE(E.e, lo), const(0), z3.If(z3.UGE(E.e, hi), const(m.tile), (E - lo).e))))
+    for j, name in enumerate(BLOCK_NAMES):
+        if name not in by_var:
+            add(f"blocks along {name} (1 or more)", Sym(z3.If(z3.UGE(grid[j].e, 2), const(2), grid[j].e)))
+    return out
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    values: tuple[int, ...]        # the class components
+    sizes: dict[str, int]          # its representative
+
+
+def _first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
+    """A model with ``extra``, smallest size bound first; None when there is none."""
+    for bound in BOUNDS:
+        s.push()
+        s.add(*extra)
+        if bound is not None:
+            s.add(*[z3.ULE(v, bound) for v in space.vars.values()])
+        r = s.check()
+        m = s.model() if r == z3.sat else None
+        s.pop()
+        if r == z3.unknown:
+            raise Unsupported(f"the solver gave up enumerating size classes ({s.reason_unknown()})")
+        if m is not None:
+            return m
+        if bound is None:
+            return None
+    return None
+
+
+def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolRef | None]],
+                      timeout_ms: int) -> Iterator[SizeClass]:
+    """Representatives covering every class reachable under the constraints, smallest sizes
+    first.  A class's representative satisfies every preference when some member does (its
+    tile types then include every member's); otherwise each reachable combination of
+    preferences gets a representative.  Raises :class:`Unsupported` on a solver time-out
+    and past :data:`MAX_CLASSES` representatives."""
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*space.constraints())
+    prefs = [p for _, _, p in terms if p is not None]
+    count = 0
+
+    def rep(m: z3.ModelRef, vals: tuple[int, ...]) -> SizeClass:
+        nonlocal count
+        count += 1
+        if count > MAX_CLASSES:
+            raise Unsupported(f"more than {MAX_CLASSES} size classes")
+        return SizeClass(vals, {k: m.eval(v, model_completion=True).as_long() for k, v in space.vars.items()})
+
+    while True:
+        m = _first_model(s, space, [])
+        if m is None:
+            return
+        vals = tuple(m.eval(t.e, model_completion=True).as_long() for _, t, _ in terms)
+        same = [t.e == v for (_, t, _), v in zip(terms, vals, strict=True)]
+        best = _first_model(s, space, same + prefs) if prefs else m
+        if best is not None:
+            yield rep(best, vals)
+        else:
+            for bits in itertools.product((True, False), repeat=len(prefs)):
+                sub = _first_model(s, space, same + [p if b else z3.Not(p) for p, b in zip(prefs, bits, strict=True)])
+                if sub is not None:
+                    yield rep(sub, vals)
+        if not terms:
+            return
+        s.add(z3.Not(z3.And(same)))  # the class is done: later rounds look for other classes

@@ -1,0 +1,370 @@
+"""Prove a spec's properties for every size in its ranges (see :mod:`threadmap.prove.encode`).
+
+Properties and how each is decided:
+
+* ``grid`` (z3): for every size assignment in range, every grid entry is within CUDA's
+  limits (``1 <= G_x <= 2^31 - 1``, ``1 <= G_y, G_z <= 65535``); REFUTED with the sizes.
+* ``coverage``, ``predicates``, ``dataflow``, ``bank_conflicts`` (z3 classes + the
+  simulator): the size classes are enumerated by z3; at each class's representative the
+  spec is verified by the very enumeration ``threadmap verify`` runs, so a REFUTED comes
+  with the simulator's finding at concrete sizes (it *is* the replay).  The argument that
+  one representative stands for its class needs premises that are checked at every
+  representative, not assumed: the tile-local structure (threads, tiles, partitions, vector
+  widths, predicates, shared tensors, tile coordinates as block coordinates) is the same,
+  every access stays inside its tile, and the whole grid was enumerated.  A premise that
+  fails makes the property UNKNOWN.
+* ``aliasing`` (z3): distinct coordinates of a written global tensor never share an element:
+  the sufficient condition that some order of its modes has strides that grow past the
+  extent before (``d_1 >= 1``, ``d_{i+1} >= E_i d_i``) holds for every size in range;
+  REFUTED when a representative shows an aliased write, UNKNOWN when neither.
+
+Coalescing and vectorization depend on the strides' alignment classes, which this encoding
+does not split on yet: ``threadmap prove`` does not claim them.
+
+Each spec is proved in a forked child process, so a runaway solver is killed at the time
+limit (every property then UNKNOWN), never waited for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
+
+from threadmap import __version__
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.model import KernelModel, build_model
+from threadmap.prove.encode import (
+    Monomial,
+    SizeSpace,
+    TiledMode,
+    Unsupported,
+    class_terms,
+    enumerate_classes,
+    layout_monomials,
+)
+from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun
+from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.spec.load import LoadedSpec, load_spec
+from threadmap.spec.schema import SizeRange
+from threadmap.spec.semantics import MAX_GRID
+from threadmap.verify.run import RunOptions, verify_model
+
+#: properties decided per size class, and the checks each one reads
+CLASS_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "coverage": ("coverage", "grid_coverage"),
+    "predicates": ("predicates",),
+    "dataflow": ("dataflow",),
+    "bank_conflicts": ("bank_conflicts",),
+}
+ALIAS_KINDS = ("aliased_write", "aliasing_undecided")
+PROPERTIES = ("grid", *CLASS_PROPERTIES, "aliasing")
+DEFAULT_TIMEOUT = 120.0
+MAX_FINDINGS_SHOWN = 5
+
+
+def _fingerprint(model: KernelModel) -> list[Any]:
+    """What must not change between size classes (see the module docstring)."""
+    out: list[Any] = [model.threads]
+    for st in model.stages:
+        if isinstance(st, str):
+            out.append(st)
+            continue
+        out.append(st.predicate)
+        for sd in st.sides():
+            t = sd.tensor
+            at = None if sd.at_affine is None else tuple((tuple(sorted(a.coef.items())), a.const)
+                                                         for a in sd.at_affine)
+            tensor: Any = None
+            if t is not None:
+                tensor = (t.name, t.memory, t.elem_bits, t.align, t.offset, t.base % 4096)
+                if t.memory == "shared":
+                    tensor += (str(t.layout), t.shape, t.base)
+            out.append((sd.memory, sd.name, sd.tile, sd.vec, sd.elem_bits, sd.partition.coord.shape,
+                        sd.partition.coord.tobytes(), at, tensor))
+    return out
+
+
+def _tiled_modes(loaded: LoadedSpec, model: KernelModel) -> list[TiledMode]:
+    names = list(loaded.spec.sizes)
+    out = []
+    for sd in model.sides():
+        if sd.memory != "global" or sd.tensor is None:
+            continue
+        where = f"stage {sd.stage} {sd.which}"
+        if sd.at is None:
+            raise Unsupported(f"{where}: a global side without a tile (the whole tensor, whose extent varies)")
+        if sd.at_affine is None:
+            raise Unsupported(f"{where}: a tile coordinate is not an affine function of the block coordinates")
+        extents, _ = layout_monomials(loaded.spec.tensors[sd.tensor.name].layout, names)
+        for k, (a, tile) in enumerate(zip(sd.at_affine, sd.tile, strict=True)):
+            coef = {v: c for v, c in a.coef.items() if c}
+            if not coef:
+                if a.const < 0:
+                    raise Unsupported(f"{where}: tile coordinate {k} is negative")
+                out.append(TiledMode(where, extents[k], tile, None, a.const))
+            elif len(coef) == 1 and next(iter(coef.values())) == 1 and a.const == 0 and \
+                    next(iter(coef)) in BLOCK_NAMES:
+                out.append(TiledMode(where, extents[k], tile, next(iter(coef)), 0))
+            else:
+                raise Unsupported(f"{where}: tile coordinate {k} is not one block coordinate or a constant")
+    return out
+
+
+def _inside_tiles(model: KernelModel) -> str | None:
+    """Why some global side's accesses leave its tile (None when none does)."""
+    for sd in model.sides():
+        if sd.memory != "global" or sd.tensor is None:
+            continue
+        c = sd.partition.coord.reshape(-1, sd.partition.rank)
+        if c.size and (bool((c < 0).any()) or bool((c >= np.asarray(sd.tile)).any())):
+            return f"stage {sd.stage} {sd.which}: accesses leave the tile, so tiles are not independent"
+    return None
+
+
+def _grid_property(space: SizeSpace, timeout_ms: int) -> PropertyResult:
+    t0 = time.perf_counter()
+    env = space.sym_env()
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*space.constraints())
+    bad = []
+    for j, g in enumerate(space.grid):
+        v = space.bv(g.apply(env))
+        bad.append(z3.Or(z3.ULT(v, 1), z3.UGT(v, MAX_GRID[j])))
+    s.add(z3.Or(bad) if bad else z3.BoolVal(False))
+    r = s.check()
+    dt = time.perf_counter() - t0
+    if r == z3.unsat:
+        return PropertyResult(property="grid", status="PROVED", method="z3", seconds=dt,
+                              reason="every grid entry is within CUDA's limits for all sizes in range")
+    if r == z3.unknown:
+        return PropertyResult(property="grid", status="UNKNOWN", method="z3", seconds=dt,
+                              reason=f"solver: {s.reason_unknown()}")
+    m = s.model()
+    sizes = {k: m.eval(v, model_completion=True).as_long() for k, v in space.vars.items()}
+    vals = [g.eval(sizes) for g in space.grid]
+    return PropertyResult(property="grid", status="REFUTED", method="z3", seconds=dt, sizes=sizes,
+                          reason=f"grid {tuple(vals)} at these sizes; CUDA allows 1..{MAX_GRID[0]} along x "
+                                 f"and 1..{MAX_GRID[1]} along y and z")
+
+
+def _aliasing_property(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, timeout_ms: int,
+                       refuted: PropertyResult | None) -> PropertyResult:
+    t0 = time.perf_counter()
+    if refuted is not None:
+        return refuted
+    env = space.sym_env()
+    names = list(loaded.spec.sizes)
+    written = sorted({sd.tensor.name for c in model.copies() for sd in (c.dst,)
+                      if sd.tensor is not None and sd.memory == "global"})
+    for name in written:
+        text = loaded.spec.tensors[name].layout
+        try:
+            extents, strides = layout_monomials(text, names)
+        except Unsupported as e:
+            return PropertyResult(property="aliasing", status="UNKNOWN", method="z3",
+                                  seconds=time.perf_counter() - t0, reason=str(e))
+        if strides is None or any(d.coef < 0 for d in strides):
+            return PropertyResult(property="aliasing", status="UNKNOWN", method="z3",
+                                  seconds=time.perf_counter() - t0,
+                                  reason=f"tensor {name}: strides are not products of sizes with a "
+                                         "non-negative constant")
+        if not _strides_grow(space, extents, strides, env, timeout_ms):
+            return PropertyResult(property="aliasing", status="UNKNOWN", method="z3",
+                                  seconds=time.perf_counter() - t0,
+                                  reason=f"tensor {name}: no order of its modes has strides that grow past "
+                                         "the extents for every size in range (a sufficient condition only)")
+    return PropertyResult(property="aliasing", status="PROVED", method="z3", seconds=time.perf_counter() - t0,
+                          reason=f"the written global tensors ({', '.join(written) or 'none'}) are injective "
+                                 "for every size in range")
+
+
+def _strides_grow(space: SizeSpace, extents: Sequence[Monomial], strides: Sequence[Monomial],
+                  env: dict[str, Any], timeout_ms: int) -> bool:
+    """Some order of the modes has ``d_first >= 1`` and ``d_next >= E d`` (extent-1 modes
+    skipped) for every size in range."""
+    wide = 2 * space.bits  # a product of two values of the encoding's width cannot wrap here
+    E = [space.bv(e.value(env), wide) for e in extents]
+    D = [space.bv(d.value(env), wide) for d in strides]
+    for order in itertools.permutations(range(len(extents))):
+        conds = []
+        prev: int | None = None
+        for k in order:
+            if prev is None:
+                conds.append(z3.Or(E[k] == 1, z3.UGE(D[k], 1)))
+            else:
+                conds.append(z3.Or(E[k] == 1, z3.UGE(D[k], E[prev] * D[prev])))
+            prev = k
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.add(*space.constraints())
+        s.add(z3.Not(z3.And(conds)))
+        if s.check() == z3.unsat:
+            return True
+    return False
+
+
+def _findings(run: Any, checks: Sequence[str], prop: str) -> tuple[list[Finding], list[str]]:
+    out: list[Finding] = []
+    pre: list[str] = []
+    for r in run.results:
+        if r.check not in checks:
+            continue
+        fs = [f for f in r.findings if f.severity == "error" and (f.kind in ALIAS_KINDS) == (prop == "aliasing")]
+        out += fs
+        if r.check == "predicates" and fs:
+            pre += list(getattr(r.summary, "precondition", []) or [])
+    return out, sorted(set(pre))
+
+
+def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> ProveRun:
+    """Every property of one loaded spec (in this process; :func:`prove` isolates it)."""
+    t_start = time.perf_counter()
+    timeout_ms = max(1, int(timeout_s * 1000))
+    spec = loaded.spec
+    space = SizeSpace(loaded)
+    model0 = build_model(loaded, loaded.envs[0])
+    results: dict[str, PropertyResult] = {}
+    try:
+        modes = _tiled_modes(loaded, model0)
+        terms_expr = [m.extent for m in modes]
+        unsupported: str | None = None
+    except Unsupported as e:
+        modes, terms_expr, unsupported = [], [], str(e)
+    space.choose_bits([*space.grid, *space.relations, *terms_expr], slack=max([m.tile for m in modes], default=0))
+    space.check_satisfiable(timeout_ms)
+    results["grid"] = _grid_property(space, timeout_ms)
+
+    t0 = time.perf_counter()
+    classes = 0
+    refuted: dict[str, PropertyResult] = {}
+    reason = unsupported
+    if reason is None:
+        reason = _inside_tiles(model0)
+    if reason is None:
+        want = frozenset({c for cs in CLASS_PROPERTIES.values() for c in cs})
+        ref = _fingerprint(model0)
+        try:
+            for cls in enumerate_classes(space, class_terms(space, modes), timeout_ms):
+                classes += 1
+                if time.perf_counter() - t_start > timeout_s:
+                    reason = f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
+                    break
+                env = {**loaded.envs[0], **cls.sizes}
+                try:
+                    model = build_model(loaded, env)
+                except SpecError as e:
+                    reason = f"at {env}: {e}"
+                    break
+                if _fingerprint(model) != ref:
+                    reason = f"the tile-local structure changes with the sizes (at {env})"
+                    break
+                run = verify_model(model, RunOptions(checks=want))
+                if run.totals == "partial" or any("partial" in n for n in run.notes):
+                    reason = f"the grid at {env} was not enumerated whole"
+                    break
+                for prop, checks in [*CLASS_PROPERTIES.items(), ("aliasing", ("grid_coverage",))]:
+                    if prop in refuted:
+                        continue
+                    fs, pre = _findings(run, checks, prop)
+                    if fs:
+                        refuted[prop] = PropertyResult(
+                            property=prop, status="REFUTED", method="z3 classes + simulator", seconds=0.0,
+                            sizes={k: env[k] for k in spec.sizes}, findings=fs[:MAX_FINDINGS_SHOWN],
+                            precondition=pre, reason=f"{len(fs)} finding(s) at these sizes, replayed by the simulator")
+                if len(refuted) == len(CLASS_PROPERTIES) + 1:
+                    break
+        except Unsupported as e:
+            reason = str(e)
+    dt = time.perf_counter() - t0
+    for prop in CLASS_PROPERTIES:
+        if prop in refuted:
+            results[prop] = refuted[prop].model_copy(update={"seconds": dt, "classes": classes})
+        elif reason is not None:
+            results[prop] = PropertyResult(property=prop, status="UNKNOWN", method="z3 classes + simulator",
+                                           seconds=dt, classes=classes, reason=reason)
+        else:
+            results[prop] = PropertyResult(property=prop, status="PROVED", method="z3 classes + simulator",
+                                           seconds=dt, classes=classes,
+                                           reason=f"all {classes} size classes verified")
+    alias_ref = refuted.get("aliasing")
+    results["aliasing"] = _aliasing_property(loaded, space, model0, timeout_ms,
+                                             alias_ref.model_copy(update={"seconds": dt, "classes": classes})
+                                             if alias_ref else None)
+    ranges = {k: (f"{v.min}..{v.max}" + (f" step {v.multiple_of}" if v.multiple_of > 1 else ""))
+              if isinstance(v, SizeRange) else str(v) for k, v in spec.sizes.items()}
+    return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume),
+                    bits=space.bits, seconds=time.perf_counter() - t_start,
+                    properties=[results[p] for p in PROPERTIES])
+
+
+def _child(conn: Any, loaded: LoadedSpec, timeout_s: float) -> None:
+    try:
+        conn.send(("ok", prove_loaded(loaded, timeout_s).model_dump_json()))
+    except SpecError as e:
+        conn.send(("invalid", str(e)))
+    except (ThreadmapError, MemoryError, RecursionError) as e:
+        conn.send(("invalid", f"{loaded.path}:1:1: (spec): {e}"))
+    except Exception as e:  # noqa: BLE001 -- reported as an internal error, exit 3
+        conn.send(("internal", f"{loaded.path}: internal error: {type(e).__name__}: {e}\n"
+                               f"{traceback.format_exc(limit=3)}"))
+    finally:
+        conn.close()
+
+
+def _timed_out(loaded: LoadedSpec, timeout_s: float) -> ProveRun:
+    why = f"time limit of {timeout_s:g} s reached (the solver was stopped)"
+    return ProveRun(spec=loaded.spec.name, path=str(loaded.path), ranges={}, assume=list(loaded.spec.assume),
+                    bits=0, seconds=timeout_s,
+                    properties=[PropertyResult(property=p, status="UNKNOWN", method="-", seconds=timeout_s,
+                                               reason=why) for p in PROPERTIES])
+
+
+def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) -> ProveReport:
+    """Prove every spec under ``paths`` (files or directories), each in a child process
+    stopped after ``timeout_s`` seconds."""
+    from threadmap.api import spec_files
+
+    report = ProveReport(threadmap=__version__, runs=[])
+    try:
+        files = spec_files(paths)
+    except SpecError as e:
+        report.errors.append(SpecErrorModel(path=str(paths[0]) if paths else "", message=str(e)))
+        return report
+    ctx = mp.get_context("fork")
+    for f in files:
+        try:
+            loaded = load_spec(f)
+        except SpecError as e:
+            report.errors.append(SpecErrorModel(path=str(f), message=str(e)))
+            continue
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(child, loaded, timeout_s), daemon=True)
+        proc.start()
+        child.close()
+        got = parent.poll(timeout_s + 1)  # the child stops itself at the limit; a solver may not
+        if not got:
+            proc.kill()
+            proc.join()
+            report.runs.append(_timed_out(loaded, timeout_s))
+            continue
+        try:
+            kind, payload = parent.recv()
+        except EOFError:
+            kind, payload = "internal", f"{f}: internal error: the proving process died (exit {proc.exitcode})"
+        proc.join()
+        if kind == "ok":
+            report.runs.append(ProveRun.model_validate_json(payload))
+        else:
+            report.errors.append(SpecErrorModel(path=str(f), message=payload.splitlines()[0],
+                                                status="invalid" if kind == "invalid" else "internal"))
+    return report
