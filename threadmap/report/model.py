@@ -207,6 +207,11 @@ class SpecError(_Model):
     status: Literal["invalid", "internal"] = "invalid"
 
 
+def error_status(errors: list[SpecError]) -> int:
+    """The exit status of a run with spec errors: 3 if one is internal, else 2."""
+    return 3 if any(e.status == "internal" for e in errors) else 2
+
+
 class VerifyReport(_Model):
     """Everything ``threadmap verify`` found: one run per spec and size environment."""
 
@@ -228,10 +233,8 @@ class VerifyReport(_Model):
 
     def exit_status(self, check_expected: bool = False) -> int:
         """0 all pass (or all as expected), 1 findings, 2 an invalid spec, 3 an internal error."""
-        if any(e.status == "internal" for e in self.errors):
-            return 3
         if self.errors:
-            return 2
+            return error_status(self.errors)
         if check_expected:
             return 0 if all(r.as_expected for r in self.runs) else 1
         return 1 if self.failed else 0
@@ -279,8 +282,6 @@ class ProveReport(_Model):
     def exit_code(self) -> int:
         """0: every property PROVED; 1: one REFUTED or UNKNOWN; 2: an invalid spec; 3: an
         internal error."""
-        if any(e.status == "internal" for e in self.errors):
-            return 3
         if self.errors:
-            return 2
+            return error_status(self.errors)
         return 0 if all(p.status == "PROVED" for r in self.runs for p in r.properties) else 1

@@ -1,0 +1,69 @@
+"""Prover performance over the range library, side by side with the enumeration in one run.
+
+    python benchmarks/bench_prove.py            # every spec in specs/ranges/
+    python benchmarks/bench_prove.py --quick    # the specs with at most 256 classes
+
+For each spec: the time of every property (``grid`` and ``aliasing`` are z3 queries; the
+class properties share one pass over the size classes, whose time each of them reports),
+the number of classes, and, for the same checks, ``threadmap verify`` at M = N = 1024 and at
+16384 (the default mode: representative blocks and the tiling argument).  Then the median,
+95th percentile and slowest property over the library.  Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from threadmap.api import verify_spec  # noqa: E402
+from threadmap.prove import prove_loaded  # noqa: E402
+from threadmap.spec.load import load_spec  # noqa: E402
+
+CHECKS = ["coverage", "predicates", "dataflow", "bank_conflicts"]
+
+
+def enum_time(loaded: object, sizes: dict[str, int]) -> float | None:
+    t0 = time.perf_counter()
+    try:
+        verify_spec(loaded, sizes=sizes, checks=CHECKS)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 -- a size the spec's assumptions exclude
+        return None
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    print(f"{'spec':42} {'classes':>7} {'grid':>6} {'classes':>8} {'alias':>6} {'enum@1024':>10} {'enum@16384':>11}")
+    for f in sorted((ROOT / "specs" / "ranges").glob("*.yaml")):
+        loaded = load_spec(f)
+        if args.quick and "stripmined" in f.name:
+            continue
+        run = prove_loaded(loaded, 600)
+        p = {x.property: x for x in run.properties}
+        names = list(loaded.spec.sizes)
+        e1 = enum_time(loaded, dict.fromkeys(names, 1024))
+        e2 = enum_time(loaded, dict.fromkeys(names, 16384))
+        for x in run.properties:
+            rows.append((x.seconds, f.name, x.property, x.status, x.reason))
+        cls = p["coverage"]
+        fmt = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
+        print(f"{f.name:42} {cls.classes:7d} {p['grid'].seconds:6.2f} {cls.seconds:8.2f} {p['aliasing'].seconds:6.2f} "
+              f"{fmt(e1):>10} {fmt(e2):>11}")
+    times = sorted(r[0] for r in rows)
+    slow = max(rows)
+    print(f"\n{len(rows)} properties: median {statistics.median(times):.2f} s, "
+          f"95th percentile {times[int(0.95 * (len(times) - 1))]:.2f} s, slowest {slow[0]:.2f} s "
+          f"({slow[1]} {slow[2]}: {slow[4][:80]})")
+
+
+if __name__ == "__main__":
+    main()
