@@ -141,3 +141,15 @@ def test_prove_agrees_with_verify_on_generated_specs() -> None:
         decided += sum(v for k, v in counts.items() if k.endswith(("PROVED", "REFUTED")))
     assert not disagreements, disagreements
     assert decided >= 100  # the generator makes specs that are proved and refuted, not only invalid ones
+
+
+def test_cli_targets_one_bad_path_does_not_hide_the_others(tmp_path: Path) -> None:
+    good = RANGES / "row_cvectorized.yaml"  # one size class: fast
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(good), str(tmp_path / "no.yaml"),
+                           "--format", "json"], capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 and len(doc["runs"]) == 1 and "no such file" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(tmp_path / "empty")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no spec files" in proc.stderr

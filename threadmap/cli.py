@@ -396,14 +396,20 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
     """
     from rich.console import Console
 
+    import threadmap.api as api
     from threadmap.prove import prove
     from threadmap.report.formats import proof_summary_line, render_proofs, to_json
 
     files: list[Path] = []
     for p in paths:
-        files += [Path(p)] if not Path(p).is_dir() else []
+        try:
+            files += api.spec_files([p])
+        except SpecError:
+            files.append(Path(p))  # reported as an invalid target below
+    if not files:
+        raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
     write = _output(output, files)
-    report = prove(list(paths), timeout_s=timeout)
+    report = prove([str(f) for f in files], timeout_s=timeout)
     if fmt == "table":
         buf = io.StringIO()
         con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)

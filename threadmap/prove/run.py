@@ -335,11 +335,12 @@ def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) ->
     from threadmap.api import spec_files
 
     report = ProveReport(threadmap=__version__, runs=[])
-    try:
-        files = spec_files(paths)
-    except SpecError as e:
-        report.errors.append(SpecErrorModel(path=str(paths[0]) if paths else "", message=str(e)))
-        return report
+    files: list[Path] = []
+    for p in paths:  # a missing path is one invalid target: the others are still proved
+        try:
+            files += spec_files([p])
+        except SpecError as e:
+            report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
     ctx = mp.get_context("fork")
     for f in files:
         try:

@@ -179,7 +179,7 @@ def render_proofs(report: ProveReport, console: Any) -> None:
     from rich.table import Table
 
     for run in report.runs:
-        ranges = ", ".join(f"{k} in {v}" for k, v in run.ranges.items())
+        ranges = ", ".join(f"{k} in {v}" if ".." in v else f"{k}={v}" for k, v in run.ranges.items())
         assume = f"; assume {' and '.join(run.assume)}" if run.assume else ""
         t = Table(title=escape(printable(run.spec)), title_justify="left", caption_justify="left",
                   caption=escape(f"{printable(run.path)}  {ranges}{assume}; {run.bits}-bit encoding, "
