@@ -153,3 +153,25 @@ def test_cli_targets_one_bad_path_does_not_hide_the_others(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(tmp_path / "empty")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no spec files" in proc.stderr
+
+
+def test_library_at_fixed_sizes_agrees_with_verify() -> None:
+    """Every fixed-size spec of the library: one size class (the spec's sizes), so each class
+    property is REFUTED exactly when ``verify`` fails its checks there, and none is UNKNOWN."""
+    from threadmap.prove.run import CLASS_PROPERTIES
+    from threadmap.spec.load import iter_spec_files, load_spec
+
+    seen = 0
+    for f in sorted(iter_spec_files(ROOT / "specs")):
+        if "ranges" in f.parts:
+            continue
+        loaded = load_spec(f)
+        proof = {p.property: p for p in prove_loaded(loaded, 60).properties}
+        runs = api.verify_spec(loaded)
+        for prop, checks in CLASS_PROPERTIES.items():
+            fails = any(r.check in checks and r.status == "FAIL" and
+                        any(x.severity == "error" and x.kind not in ("aliased_write", "aliasing_undecided")
+                            for x in r.findings) for run in runs for r in run.results)
+            assert proof[prop].status == ("REFUTED" if fails else "PROVED"), (f, prop, proof[prop].reason)
+            seen += 1
+    assert seen >= 100

@@ -134,14 +134,16 @@ def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
     return Monomial(v, tuple(powers)) if abs(v) < 1 << 20 else None
 
 
-def layout_monomials(text: str, names: Sequence[str]) -> tuple[list[Monomial], list[Monomial] | None]:
-    """The top-level extents of a layout string as monomials of the sizes ``names``, and its
-    top-level strides when every one is an integer leaf (None otherwise).  Raises
-    :class:`Unsupported` when an extent is not a monomial."""
+def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None
+                     ) -> tuple[list[Monomial], list[Monomial] | None]:
+    """The top-level extents of a layout string as monomials of the sizes ``names`` (the
+    ``fixed`` sizes are their values), and its top-level strides when every one is an
+    integer leaf (None otherwise).  Raises :class:`Unsupported` when an extent is not a
+    monomial."""
     forms = []
     for start in (1 << 40, 1 << 41):
         primes = dict(zip(names, _primes(start, len(names)), strict=True))
-        lay = parse_layout(text, primes)
+        lay = parse_layout(text, {**(fixed or {}), **primes})
         shp, std = layout_shape(lay), layout_stride(lay)
         shp = shp if isinstance(shp, tuple) else (shp,)
         std = std if isinstance(std, tuple) else (std,)
@@ -207,7 +209,7 @@ class SizeSpace:
         if t.lo < 0:
             raise SpecError(f"{self.loaded.path}:1:1: sizes: an expression of the spec can be negative "
                             f"({t.lo}) for sizes in range; the proof encodes sizes as unsigned bit-vectors")
-        t.hi += slack
+        t.hi = max([t.hi, *(hi for _, hi, _ in self.box.values())]) + slack  # the sizes themselves too
         need = t.hi.bit_length() + 1
         if need > 64:
             raise SpecError(f"{self.loaded.path}:1:1: sizes: the ranges make an intermediate value as large as "

@@ -93,18 +93,29 @@ def _fingerprint(model: KernelModel) -> list[Any]:
     return out
 
 
+def _free_sizes(loaded: LoadedSpec) -> tuple[list[str], dict[str, int]]:
+    """The ranged size names, and the fixed sizes with their values."""
+    sizes = loaded.spec.sizes
+    return ([k for k, v in sizes.items() if isinstance(v, SizeRange)],
+            {k: v for k, v in sizes.items() if isinstance(v, int)})
+
+
 def _tiled_modes(loaded: LoadedSpec, model: KernelModel) -> list[TiledMode]:
-    names = list(loaded.spec.sizes)
+    names, fixed = _free_sizes(loaded)
     out = []
     for sd in model.sides():
         if sd.memory != "global" or sd.tensor is None:
             continue
         where = f"stage {sd.stage} {sd.which}"
+        extents, _ = layout_monomials(loaded.spec.tensors[sd.tensor.name].layout, names, fixed)
         if sd.at is None:
-            raise Unsupported(f"{where}: a global side without a tile (the whole tensor, whose extent varies)")
+            # the whole tensor as one tile: a constant tile only when no extent is a size
+            if any(e.powers for e in extents):
+                raise Unsupported(f"{where}: a global side without a tile (the whole tensor, whose extent varies)")
+            out += [TiledMode(where, e, e.coef, None, 0) for e in extents]
+            continue
         if sd.at_affine is None:
             raise Unsupported(f"{where}: a tile coordinate is not an affine function of the block coordinates")
-        extents, _ = layout_monomials(loaded.spec.tensors[sd.tensor.name].layout, names)
         for k, (a, tile) in enumerate(zip(sd.at_affine, sd.tile, strict=True)):
             coef = {v: c for v, c in a.coef.items() if c}
             if not coef:
@@ -163,13 +174,13 @@ def _aliasing_property(loaded: LoadedSpec, space: SizeSpace, model: KernelModel,
     if refuted is not None:
         return refuted
     env = space.sym_env()
-    names = list(loaded.spec.sizes)
+    names, fixed = _free_sizes(loaded)
     written = sorted({sd.tensor.name for c in model.copies() for sd in (c.dst,)
                       if sd.tensor is not None and sd.memory == "global"})
     for name in written:
         text = loaded.spec.tensors[name].layout
         try:
-            extents, strides = layout_monomials(text, names)
+            extents, strides = layout_monomials(text, names, fixed)
         except Unsupported as e:
             return PropertyResult(property="aliasing", status="UNKNOWN", method="z3",
                                   seconds=time.perf_counter() - t0, reason=str(e))
