@@ -175,3 +175,42 @@ def test_library_at_fixed_sizes_agrees_with_verify() -> None:
             assert proof[prop].status == ("REFUTED" if fails else "PROVED"), (f, prop, proof[prop].reason)
             seen += 1
     assert seen >= 100
+
+
+CASES = Path(__file__).parent / "prove_cases"
+
+
+@pytest.mark.parametrize("name,want", [
+    # at: [bx, 0] with N in range: for N > 16 the columns past the constant tile are never
+    # read (e.g. N = 272, which N % 256 == 16 allows): coverage and predicates fail there
+    ("const_at2", {"coverage": "REFUTED", "predicates": "REFUTED"}),
+    # at: [bx, bx] visits the diagonal tiles only: not a product of per-mode ranges
+    ("diag_at2", {"coverage": "UNKNOWN", "predicates": "UNKNOWN"}),
+    # a 1-mode tile of a 2-mode tensor: the untiled extent N is not split into classes
+    ("lowrank_tile2", {"coverage": "UNKNOWN", "predicates": "UNKNOWN"}),
+    # y = (N,1,M):(1,1,16) aliases once N > 16 (N = 272 is allowed): never PROVED
+    ("alias_ext1b", {"aliasing": "UNKNOWN"}),
+    # an inequality between sizes: the transpose-free copy is exact for every M >= N
+    ("assume_ge", {"coverage": "PROVED", "predicates": "PROVED"}),
+    # max(N - 5, 1): an intermediate is negative on intervals, so the unsigned encoding refuses
+    ("g_maxneg2", {"grid": "UNKNOWN", "coverage": "UNKNOWN"}),
+])
+def test_attack_cases(name: str, want: dict[str, str]) -> None:
+    from threadmap.spec.load import load_spec
+
+    run = prove_loaded(load_spec(CASES / f"{name}.yaml"), 60)
+    got = {k: props(run)[k].status for k in want}
+    assert got == want, {k: props(run)[k].reason for k in want}
+    for p in run.properties:  # every REFUTED replays
+        if p.status == "REFUTED" and p.property in ("coverage", "predicates"):
+            assert replay(CASES / f"{name}.yaml", p.sizes, "grid_coverage" if p.property == "coverage"
+                          else p.property)
+
+
+def test_constants_and_trivial_assumptions_are_encoded() -> None:
+    text = (RANGES / "planted_one_residue_grid.yaml").read_text()
+    for edit in (("grid: [", 'assume: ["1 == 1"]\ngrid: ['),
+                 ('grid: ["ceil_div(N, 128) - ((N % 128 + 28) / 128) * (1 - (N % 128 + 27) / 128)"]',
+                  'grid: ["min(ceil_div(N, 128), 100000000)"]')):
+        run = prove_loaded(loads_spec(text.replace(*edit), "yaml", "k.yaml"), 60)
+        assert props(run)["grid"].status in ("PROVED", "REFUTED")

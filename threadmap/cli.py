@@ -394,12 +394,16 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
     Exit status: 0 everything proved, 1 a property refuted or unknown, 2 invalid spec or
     usage, 3 internal error.
     """
+    import math
+
     from rich.console import Console
 
     import threadmap.api as api
     from threadmap.prove import prove
     from threadmap.report.formats import proof_summary_line, render_proofs, to_json
 
+    if not math.isfinite(timeout):
+        raise UsageError(f"--timeout {timeout}: give a number of seconds")
     files: list[Path] = []
     for p in paths:
         try:

@@ -130,8 +130,9 @@ def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
             k += 1
         if k:
             powers.append((name, k))
-    # the rest must be a plain constant: far below every stand-in prime
-    return Monomial(v, tuple(powers)) if abs(v) < 1 << 20 else None
+    # the rest is the constant factor; a rest that is not one (M + 1) differs between the two
+    # prime sets, which layout_monomials compares
+    return Monomial(v, tuple(powers))
 
 
 def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None
@@ -169,11 +170,18 @@ class _Tracked:
         self.lo, self.hi = 0, 0
         self.ops: dict[str, Any] = {k: self._wrap(f) for k, f in OPS.items()}
 
+    def note(self, v: Any) -> None:
+        if isinstance(v, Interval):
+            self.lo, self.hi = min(self.lo, v.lo), max(self.hi, v.hi)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            self.lo, self.hi = min(self.lo, v), max(self.hi, v)
+
     def _wrap(self, f: Any) -> Any:
         def g(*a: Any) -> Any:
+            for x in a:  # operands: the constants of the expression are encoded too
+                self.note(x)
             r = f(*a)
-            if isinstance(r, Interval):
-                self.lo, self.hi = min(self.lo, r.lo), max(self.hi, r.hi)
+            self.note(r)
             return r
         return g
 
@@ -201,14 +209,15 @@ class SizeSpace:
         env = {k: Interval(lo, hi) for k, (lo, hi, _) in self.box.items()}
         for x in terms:
             if isinstance(x, Monomial):
-                v = x.value({k: _TrackedInterval(t, env[k]) for k in env})
+                t.note(x.value({k: _TrackedInterval(t, env[k]) for k in env}))
+            elif isinstance(x, Relation):  # both sides; the comparison itself is a Boolean
+                t.note(x.left.apply(env, t.ops))
+                t.note(x.right.apply(env, t.ops))
             else:
-                v = x.apply(env, t.ops)
-            if isinstance(v, Interval):
-                t.lo, t.hi = min(t.lo, v.lo), max(t.hi, v.hi)
+                t.note(x.apply(env, t.ops))
         if t.lo < 0:
-            raise SpecError(f"{self.loaded.path}:1:1: sizes: an expression of the spec can be negative "
-                            f"({t.lo}) for sizes in range; the proof encodes sizes as unsigned bit-vectors")
+            raise Unsupported(f"an expression of the spec can be negative ({t.lo}) for sizes in range (bounded "
+                              "on intervals); the proof encodes sizes as unsigned bit-vectors")
         t.hi = max([t.hi, *(hi for _, hi, _ in self.box.values())]) + slack  # the sizes themselves too
         need = t.hi.bit_length() + 1
         if need > 64:
@@ -235,7 +244,9 @@ class SizeSpace:
             if m > 1:
                 out.append(z3.URem(v, m) == 0)
         env = self.sym_env()
-        out += [r.apply(env).e for r in self.relations]
+        for r in self.relations:
+            v = r.apply(env)
+            out.append(v.e if isinstance(v, Sym) else z3.BoolVal(bool(v)))  # constants fold to a bool
         return out
 
     def check_satisfiable(self, timeout_ms: int) -> None:
@@ -319,9 +330,12 @@ def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str,
     for m in modes:
         if m.var is None:
             E = Sym(space.bv(m.extent.value(env)))
+            # 0: the tile is outside; E - lo: cut inside it; T: it ends the tensor; T + 1: the
+            # tensor goes on past it (elements no tile reaches)
             lo, hi = m.const * m.tile, m.const * m.tile + m.tile
             add(f"cut of {m.extent} in tile {m.const}",
-                Sym(z3.If(z3.ULE(E.e, lo), const(0), z3.If(z3.UGE(E.e, hi), const(m.tile), (E - lo).e))))
+                Sym(z3.If(z3.ULE(E.e, lo), const(0),
+                          z3.If(z3.UGT(E.e, hi), const(m.tile + 1), z3.If(E.e == hi, const(m.tile), (E - lo).e)))))
     for j, name in enumerate(BLOCK_NAMES):
         if name not in by_var:
             add(f"blocks along {name} (1 or more)", Sym(z3.If(z3.UGE(grid[j].e, 2), const(2), grid[j].e)))

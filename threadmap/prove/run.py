@@ -116,6 +116,13 @@ def _tiled_modes(loaded: LoadedSpec, model: KernelModel) -> list[TiledMode]:
             continue
         if sd.at_affine is None:
             raise Unsupported(f"{where}: a tile coordinate is not an affine function of the block coordinates")
+        if len(sd.tile) != len(extents):
+            raise Unsupported(f"{where}: the tile has {len(sd.tile)} modes and the tensor {len(extents)}; "
+                              "untiled modes are not split into classes")
+        used = [v for a in sd.at_affine for v, c in a.coef.items() if c]
+        if len(used) != len(set(used)):
+            raise Unsupported(f"{where}: a block coordinate places the tile along two modes, so the visited "
+                              "tiles are not a product of per-mode ranges")
         for k, (a, tile) in enumerate(zip(sd.at_affine, sd.tile, strict=True)):
             coef = {v: c for v, c in a.coef.items() if c}
             if not coef:
@@ -204,16 +211,16 @@ def _strides_grow(space: SizeSpace, extents: Sequence[Monomial], strides: Sequen
     """Some order of the modes has ``d_first >= 1`` and ``d_next >= E d`` (extent-1 modes
     skipped) for every size in range."""
     wide = 2 * space.bits  # a product of two values of the encoding's width cannot wrap here
-    E = [space.bv(e.value(env), wide) for e in extents]
-    D = [space.bv(d.value(env), wide) for d in strides]
-    for order in itertools.permutations(range(len(extents))):
+    # modes of constant extent 1 take one coordinate and are dropped; a mode whose extent is a
+    # size stays in the chain even where that size is 1 (no skipping: the chain stays sound)
+    keep = [k for k, e in enumerate(extents) if e.powers or e.coef != 1]
+    E = {k: space.bv(extents[k].value(env), wide) for k in keep}
+    D = {k: space.bv(strides[k].value(env), wide) for k in keep}
+    for order in itertools.permutations(keep):
         conds = []
         prev: int | None = None
         for k in order:
-            if prev is None:
-                conds.append(z3.Or(E[k] == 1, z3.UGE(D[k], 1)))
-            else:
-                conds.append(z3.Or(E[k] == 1, z3.UGE(D[k], E[prev] * D[prev])))
+            conds.append(z3.UGE(D[k], 1) if prev is None else z3.UGE(D[k], E[prev] * D[prev]))
             prev = k
         s = z3.Solver()
         s.set("timeout", timeout_ms)
@@ -251,7 +258,16 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
         unsupported: str | None = None
     except Unsupported as e:
         modes, terms_expr, unsupported = [], [], str(e)
-    space.choose_bits([*space.grid, *space.relations, *terms_expr], slack=max([m.tile for m in modes], default=0))
+    ranges = {k: (f"{v.min}..{v.max}" + (f" step {v.multiple_of}" if v.multiple_of > 1 else ""))
+              if isinstance(v, SizeRange) else str(v) for k, v in spec.sizes.items()}
+    try:
+        space.choose_bits([*space.grid, *space.relations, *terms_expr],
+                          slack=max([m.tile for m in modes], default=0))
+    except Unsupported as e:  # no sound encoding: nothing is decided
+        dt = time.perf_counter() - t_start
+        return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume), bits=0,
+                        seconds=dt, properties=[PropertyResult(property=p, status="UNKNOWN", method="-",
+                                                               seconds=dt, reason=str(e)) for p in PROPERTIES])
     space.check_satisfiable(timeout_ms)
     results["grid"] = _grid_property(space, timeout_ms)
 
@@ -311,8 +327,6 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
     results["aliasing"] = _aliasing_property(loaded, space, model0, timeout_ms,
                                              alias_ref.model_copy(update={"seconds": dt, "classes": classes})
                                              if alias_ref else None)
-    ranges = {k: (f"{v.min}..{v.max}" + (f" step {v.multiple_of}" if v.multiple_of > 1 else ""))
-              if isinstance(v, SizeRange) else str(v) for k, v in spec.sizes.items()}
     return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume),
                     bits=space.bits, seconds=time.perf_counter() - t_start,
                     properties=[results[p] for p in PROPERTIES])
