@@ -93,17 +93,21 @@ def test_structure_that_changes_with_the_sizes_is_unknown_never_proved() -> None
     assert {props(run)[k].status for k in ("coverage", "predicates")} == {"UNKNOWN"}
 
 
-@pytest.mark.parametrize("edit,needle", [
-    # N - M is negative for N < 64: unsigned bit-vectors would wrap, so the encoding refuses
-    (("grid: [\"ceil_div(M, 64)\", \"ceil_div(N, 64)\"]",
-      "grid: [\"ceil_div(M, 64)\", \"ceil_div(N - M, 64) + 1\"]"), "can be negative"),
-])
-def test_bad_input_exits_2(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
-    text = STRADDLE.format(assume="").replace(*edit)
+def test_negative_intermediate_is_unknown_and_too_wide_is_invalid(tmp_path: Path) -> None:
+    # N - M is negative for N < 64: unsigned bit-vectors would wrap, so nothing is decided
+    grid = 'grid: ["ceil_div(M, 64)", "ceil_div(N, 64)"]'
     f = tmp_path / "k.yaml"
-    f.write_text(text)
+    f.write_text(STRADDLE.format(assume="").replace(grid, 'grid: ["ceil_div(M, 64)", "ceil_div(N - M, 64) + 1"]'))
+    proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(f), "--format", "json"],
+                          capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and {p["status"] for p in doc["runs"][0]["properties"]} == {"UNKNOWN"}
+    assert "can be negative" in doc["runs"][0]["properties"][0]["reason"]
+    # N up to 2^31 cubed: beyond 64 bits, an invalid spec (exit 2) with the reason
+    f.write_text(STRADDLE.format(assume="").replace("max: 256", "max: 2147483647").replace(
+        grid, 'grid: ["ceil_div(M, 64)", "ceil_div(N * N * N, 64 * N * N)"]'))
     proc = subprocess.run([sys.executable, "-m", "threadmap.cli", "prove", str(f)], capture_output=True, text=True)
-    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "64-bit" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_unsatisfiable_assumption_exits_2(tmp_path: Path) -> None:
