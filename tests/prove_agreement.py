@@ -23,7 +23,7 @@ from typing import Any
 
 from threadmap.api import verify_spec
 from threadmap.errors import SpecError
-from threadmap.prove.run import CLASS_PROPERTIES, prove_loaded
+from threadmap.prove.run import CLASS_PROPERTIES, fails_property, prove_loaded
 from threadmap.spec.load import loads_spec
 
 #: the checks of ``verify`` whose failure refutes each property (aliasing is judged apart)
@@ -109,12 +109,6 @@ tensors:
 """
 
 
-def _fails(run: Any, checks: tuple[str, ...]) -> bool:
-    return any(r.check in checks and r.status == "FAIL" and
-               any(f.severity == "error" and f.kind not in ("aliased_write", "aliasing_undecided") for f in r.findings)
-               for r in run.results)
-
-
 def _sizes(loaded: Any, rng: random.Random, k: int) -> list[dict[str, int]]:
     ranges = {n: range(v.min, v.max + 1) for n, v in loaded.spec.sizes.items()}
     out = []
@@ -146,7 +140,7 @@ def check_one(text: str, rng: random.Random, k: int = 12) -> tuple[list[str], Co
         if p.status == "REFUTED":
             assert p.sizes is not None
             run = verify_spec(loaded, sizes=p.sizes)[0]
-            if not _fails(run, CHECKS[prop]):
+            if not fails_property(run, prop):
                 bad.append(f"{prop} REFUTED at {p.sizes} but verify passes there")
     for env in tried:
         try:
@@ -155,8 +149,8 @@ def check_one(text: str, rng: random.Random, k: int = 12) -> tuple[list[str], Co
             if proof["grid"].status == "PROVED":
                 bad.append(f"grid PROVED but {env} is rejected: {e}")
             continue
-        for prop, checks in CHECKS.items():
-            if proof[prop].status == "PROVED" and _fails(run, checks):
+        for prop in CHECKS:
+            if proof[prop].status == "PROVED" and fails_property(run, prop):
                 bad.append(f"{prop} PROVED but verify fails it at {env}")
     return bad, counts
 

@@ -218,3 +218,40 @@ def test_constants_and_trivial_assumptions_are_encoded() -> None:
                   'grid: ["min(ceil_div(N, 128), 100000000)"]')):
         run = prove_loaded(loads_spec(text.replace(*edit), "yaml", "k.yaml"), 60)
         assert props(run)["grid"].status in ("PROVED", "REFUTED")
+
+
+def test_verify_engines() -> None:
+    planted = str(RANGES / "planted_one_residue_grid.yaml")
+    fixed = str(ROOT / "specs" / "cute_transpose" / "row_smem_swizzled.yaml")
+    cli = [sys.executable, "-m", "threadmap.cli", "verify"]
+    # both: the samples pass, the proof refutes: exit 1, and that is no disagreement
+    proc = subprocess.run([*cli, planted, "--engine", "both", "--format", "json"], capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["disagreements"] == []
+    assert all(r["verdict"] == "pass" for r in doc["verify"]["runs"])
+    assert {p["property"]: p["status"] for p in doc["prove"]["runs"][0]["properties"]}["coverage"] == "REFUTED"
+    # auto: the ranged spec is proved, the fixed one enumerated
+    proc = subprocess.run([*cli, planted, fixed, "--engine", "auto", "--format", "json"],
+                          capture_output=True, text=True)
+    doc = json.loads(proc.stdout)
+    assert [r["path"] for r in doc["verify"]["runs"]] == [fixed]
+    assert [r["path"] for r in doc["prove"]["runs"]] == [planted]
+    # z3: as threadmap prove; junit/sarif and --sizes are for the enumeration only
+    proc = subprocess.run([*cli, fixed, "--engine", "z3", "--format", "json"], capture_output=True, text=True)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0
+    proc = subprocess.run([*cli, fixed, "--engine", "z3", "--format", "sarif"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--engine z3" in proc.stderr
+
+
+def test_a_proof_contradicted_by_a_sample_is_a_disagreement() -> None:
+    from threadmap.prove import disagreements
+    from threadmap.spec.load import load_spec
+
+    good = prove_loaded(load_spec(ROOT / "specs" / "cute_transpose" / "row_smem_swizzled.yaml"), 60)
+    assert props(good)["coverage"].status == "PROVED"
+    # a run that fails coverage and predicates (the floor-divided grid), filed under the same path
+    bad = api.verify_spec(ROOT / "specs" / "planted" / "off_by_one_grid.yaml")[0].model_copy(update={"path": good.path})
+    found = disagreements([bad], [good])
+    assert any("coverage is PROVED" in d for d in found) and any("predicates is PROVED" in d for d in found)
+    assert disagreements([api.verify_spec(ROOT / "specs" / "cute_transpose" / "row_smem_swizzled.yaml")[0]],
+                         [good]) == []

@@ -300,6 +300,12 @@ FORMATS = ("table", "json", "junit", "sarif")
               help="run only these checks (comma-separated): coverage, grid_coverage, predicates, "
                    "coalescing, bank_conflicts, vectorize, dataflow")
 @click.option("--exhaustive", is_flag=True, help="simulate every block instead of the tiling argument")
+@click.option("--engine", type=click.Choice(("enum", "z3", "auto", "both")), default="enum", show_default=True,
+              help="enum: run the checks at the spec's sizes (samples of its ranges); z3: prove them for every "
+                   "size in range (as threadmap prove); auto: prove specs with a size range, enumerate the "
+                   "others; both: enumerate and prove every spec, and fail on any disagreement")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
+              help="seconds per spec for the prover (--engine z3, auto, both)")
 @click.option("-v", "--verbose", is_flag=True,
               help="also list the passing vectorize and predicates rows (hidden by default)")
 @click.option("--check-expected", is_flag=True,
@@ -307,7 +313,7 @@ FORMATS = ("table", "json", "junit", "sarif")
                    "that include kernels expected to fail); JUnit and SARIF then treat expected "
                    "failures as passing")
 def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str | None, checks: str | None,
-               exhaustive: bool, verbose: bool, check_expected: bool) -> None:
+               exhaustive: bool, engine: str, timeout: float, verbose: bool, check_expected: bool) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
     conflicts, vectorization and dataflow.
 
@@ -336,14 +342,21 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     if not files and not missing:
         raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
     write = _output(output, files)
+    if engine != "enum":
+        if fmt in ("junit", "sarif") or sizes is not None:
+            raise UsageError(f"--engine {engine} reports as table or json and proves the spec's own ranges "
+                             "(no --sizes)")
+        if engine == "z3":
+            sys.exit(_prove_out(files, [m.path for m in missing], fmt, output, timeout))
     size_env = _parse_sizes(sizes)
     check_set = api.check_names(checks.split(",")) if checks is not None else None
     err = Console(stderr=True)
+    enum_files = [f for f in files if not (engine == "auto" and _has_range(f))]
     with Progress(console=err, transient=True, disable=not err.is_terminal) as prog:
-        task = prog.add_task("verifying", total=len(files))
+        task = prog.add_task("verifying", total=len(enum_files))
         report = api.verify([], checks=check_set)
         report.errors += missing
-        for f in files:
+        for f in enum_files:
             prog.update(task, description=f"verifying {f}")
             sub = prog.add_task("  blocks", total=None, visible=False)
 
@@ -354,6 +367,9 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
             report.errors += part.errors
             prog.remove_task(sub)
             prog.advance(task)
+    if engine in ("auto", "both"):
+        sys.exit(_verify_and_prove(report, [f for f in files if engine == "both" or _has_range(f)], fmt, write,
+                                   output is not None, timeout, verbose, check_expected))
     if fmt == "table":
 
         buf = io.StringIO()
@@ -369,6 +385,74 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     for bad in report.errors:
         click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
     sys.exit(report.exit_status(check_expected))
+
+
+def _has_range(path: Path) -> bool:
+    """Whether a spec file has a size range (an invalid one counts as not: verify reports it)."""
+    from threadmap.spec.load import load_spec
+    from threadmap.spec.schema import SizeRange
+
+    try:
+        return any(isinstance(v, SizeRange) for v in load_spec(path).spec.sizes.values())
+    except SpecError:
+        return False
+
+
+def _verify_and_prove(report: Any, files: list[Path], fmt: str, write: Any, to_file: bool, timeout: float,
+                      verbose: bool, check_expected: bool) -> int:
+    """``verify --engine auto|both``: the enumeration's report, the proofs of ``files`` and
+    the disagreements between them; the exit status of the worse."""
+    from rich.console import Console
+
+    from threadmap.prove import disagreements, prove
+    from threadmap.report.formats import proof_summary_line, render_proofs, render_table, summary_line
+    from threadmap.report.model import error_status
+
+    proofs = prove([str(f) for f in files], timeout_s=timeout)
+    clash = disagreements(report.runs, proofs.runs)
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if to_file else None, width=None if not to_file else 140)
+        render_table(report, con, verbose=verbose)
+        render_proofs(proofs, con)
+        con.print(summary_line(report))
+        con.print(proof_summary_line(proofs))
+        for c in clash:
+            con.print(f"DISAGREEMENT: {c}")
+        if to_file:
+            write(buf.getvalue())
+    else:
+        write(json.dumps({"verify": json.loads(report.model_dump_json()), "prove": json.loads(proofs.model_dump_json()),
+                          "disagreements": clash}, indent=1) + "\n")
+    errors = report.errors + proofs.errors
+    for bad in errors:
+        click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
+    if errors:
+        return error_status(errors)
+    return max(report.exit_status(check_expected), proofs.exit_code, 1 if clash else 0)
+
+
+def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | None, timeout: float) -> int:
+    """Prove ``files`` and write the report (``threadmap prove`` and ``verify --engine z3``)."""
+    from rich.console import Console
+
+    from threadmap.prove import prove
+    from threadmap.report.formats import proof_summary_line, render_proofs, to_json
+
+    write = _output(output, files)
+    report = prove([*map(str, files), *missing], timeout_s=timeout)
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
+        render_proofs(report, con)
+        con.print(proof_summary_line(report))
+        if output:
+            write(buf.getvalue())
+    else:
+        write(to_json(report))
+    for bad in report.errors:
+        click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
+    return report.exit_code
 
 
 # ----------------------------------------------------------------------------- prove
@@ -396,11 +480,7 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
     """
     import math
 
-    from rich.console import Console
-
     import threadmap.api as api
-    from threadmap.prove import prove
-    from threadmap.report.formats import proof_summary_line, render_proofs, to_json
 
     if not math.isfinite(timeout):
         raise UsageError(f"--timeout {timeout}: give a number of seconds")
@@ -409,23 +489,10 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
         try:
             files += api.spec_files([p])
         except SpecError:
-            files.append(Path(p))  # reported as an invalid target below
+            files.append(Path(p))  # reported as an invalid target by the prover
     if not files:
         raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
-    write = _output(output, files)
-    report = prove([str(f) for f in files], timeout_s=timeout)
-    if fmt == "table":
-        buf = io.StringIO()
-        con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
-        render_proofs(report, con)
-        con.print(proof_summary_line(report))
-        if output:
-            write(buf.getvalue())
-    else:
-        write(to_json(report))
-    for bad in report.errors:
-        click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
-    sys.exit(report.exit_code)
+    sys.exit(_prove_out(files, [], fmt, output, timeout))
 
 
 # ----------------------------------------------------------------------------- simulate / show

@@ -2,6 +2,6 @@
 verdict depends on; the simulator verifies each class (see :mod:`threadmap.prove.encode`
 and :mod:`threadmap.prove.run`)."""
 
-from threadmap.prove.run import PROPERTIES, prove, prove_loaded
+from threadmap.prove.run import PROPERTIES, disagreements, fails_property, prove, prove_loaded
 
-__all__ = ["PROPERTIES", "prove", "prove_loaded"]
+__all__ = ["PROPERTIES", "disagreements", "fails_property", "prove", "prove_loaded"]

@@ -231,6 +231,27 @@ def _strides_grow(space: SizeSpace, extents: Sequence[Monomial], strides: Sequen
     return False
 
 
+def fails_property(run: Any, prop: str) -> bool:
+    """Whether a :class:`~threadmap.report.model.SpecRun` of ``verify`` shows an error finding
+    of a class property (its checks; aliased writes belong to ``aliasing``)."""
+    return bool(_findings(run, CLASS_PROPERTIES[prop], prop)[0])
+
+
+def disagreements(verify_runs: Sequence[Any], proofs: Sequence[ProveRun]) -> list[str]:
+    """Where enumeration contradicts a proof: a PROVED class property that ``verify`` fails at
+    one of the spec's samples (the samples lie in the ranges)."""
+    out = []
+    for pr in proofs:
+        for p in pr.properties:
+            if p.status != "PROVED" or p.property not in CLASS_PROPERTIES:
+                continue
+            for run in verify_runs:
+                if run.path == pr.path and fails_property(run, p.property):
+                    out.append(f"{pr.path}: {p.property} is PROVED for every size in range but verify fails it "
+                               f"at {', '.join(f'{k}={v}' for k, v in run.sizes.items())}")
+    return out
+
+
 def _findings(run: Any, checks: Sequence[str], prop: str) -> tuple[list[Finding], list[str]]:
     out: list[Finding] = []
     pre: list[str] = []
