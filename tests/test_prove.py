@@ -236,11 +236,28 @@ def test_verify_engines() -> None:
     doc = json.loads(proc.stdout)
     assert [r["path"] for r in doc["verify"]["runs"]] == [fixed]
     assert [r["path"] for r in doc["prove"]["runs"]] == [planted]
-    # z3: as threadmap prove; junit/sarif and --sizes are for the enumeration only
+    # z3: as threadmap prove; both/auto report as table or json, and --sizes is for the enumeration
     proc = subprocess.run([*cli, fixed, "--engine", "z3", "--format", "json"], capture_output=True, text=True)
     assert proc.returncode == 0 and json.loads(proc.stdout)["exit_code"] == 0
-    proc = subprocess.run([*cli, fixed, "--engine", "z3", "--format", "sarif"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "--engine z3" in proc.stderr
+    proc = subprocess.run([*cli, fixed, "--engine", "both", "--format", "sarif"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--engine both" in proc.stderr
+    proc = subprocess.run([*cli, fixed, "--engine", "z3", "--sizes", "M=64"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--sizes" in proc.stderr
+
+
+def test_prove_junit_and_sarif() -> None:
+    import xml.etree.ElementTree as ET
+
+    planted = str(RANGES / "planted_one_residue_grid.yaml")
+    cli = [sys.executable, "-m", "threadmap.cli", "prove", planted, "--format"]
+    proc = subprocess.run([*cli, "junit"], capture_output=True, text=True)
+    cases = {c.get("name"): [x.tag for x in c] for c in ET.fromstring(proc.stdout).iter("testcase")}
+    assert proc.returncode == 1 and cases["coverage"] == ["failure"] and cases["dataflow"] == ["system-out"]
+    proc = subprocess.run([*cli, "sarif"], capture_output=True, text=True)
+    results = json.loads(proc.stdout)["runs"][0]["results"]
+    got = {r["ruleId"]: r for r in results}
+    assert {"prove.coverage", "prove.predicates", "prove.grid"} <= set(got) and "prove.dataflow" not in got
+    assert got["prove.coverage"]["level"] == "error" and got["prove.coverage"]["properties"]["sizes"]["N"] % 128 == 100
 
 
 def test_a_proof_contradicted_by_a_sample_is_a_disagreement() -> None:

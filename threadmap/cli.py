@@ -343,9 +343,9 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
         raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
     write = _output(output, files)
     if engine != "enum":
-        if fmt in ("junit", "sarif") or sizes is not None:
-            raise UsageError(f"--engine {engine} reports as table or json and proves the spec's own ranges "
-                             "(no --sizes)")
+        if sizes is not None or (fmt in ("junit", "sarif") and engine != "z3"):
+            raise UsageError(f"--engine {engine} proves the spec's own ranges (no --sizes)" if sizes is not None
+                             else f"--engine {engine} reports as table or json (--engine z3 also as junit, sarif)")
         if engine == "z3":
             sys.exit(_prove_out(files, [m.path for m in missing], fmt, output, timeout))
     size_env = _parse_sizes(sizes)
@@ -437,7 +437,7 @@ def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | No
     from rich.console import Console
 
     from threadmap.prove import prove
-    from threadmap.report.formats import proof_summary_line, render_proofs, to_json
+    from threadmap.report.formats import proof_summary_line, prove_to_junit, prove_to_sarif, render_proofs, to_json
 
     write = _output(output, files)
     report = prove([*map(str, files), *missing], timeout_s=timeout)
@@ -449,7 +449,7 @@ def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | No
         if output:
             write(buf.getvalue())
     else:
-        write(to_json(report))
+        write({"json": to_json, "junit": prove_to_junit, "sarif": prove_to_sarif}[fmt](report))
     for bad in report.errors:
         click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
     return report.exit_code
@@ -460,7 +460,7 @@ def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | No
 
 @main.command("prove")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
               help="seconds per spec; the solver is stopped and its properties are UNKNOWN")

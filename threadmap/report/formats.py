@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -189,10 +190,7 @@ def render_proofs(report: ProveReport, console: Any) -> None:
         for p in run.properties:
             ev = p.reason
             if p.sizes is not None:
-                sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
-                ev = f"at {sizes}: " + (p.findings[0].message if p.findings else p.reason)
-                if p.precondition:
-                    ev += f"; weakest precondition: {' and '.join(p.precondition)}"
+                ev = "at " + proof_text(p).split(" at ", 1)[1]  # the sizes lead: the table names the property
             elif p.classes:
                 ev += f" ({p.classes} classes)" if "classes" not in ev else ""
             t.add_row(p.property, f"[{PROOF_STYLE[p.status]}]{p.status}[/]", p.method, f"{p.seconds:.2f} s",
@@ -261,12 +259,36 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
             elif body:
                 so = ET.SubElement(case, "system-out")
                 so.text = xml_text(body)
-    for e in report.errors:
+    return _junit_end(suites, report.errors)
+
+
+def _junit_end(suites: ET.Element, errors: Sequence[Any]) -> str:
+    """A testsuite per invalid spec, and the document."""
+    for e in errors:
         suite = ET.SubElement(suites, "testsuite", name=xml_text(e.path), tests="1", failures="0", errors="1")
         case = ET.SubElement(suite, "testcase", classname=xml_text(e.path), name="spec")
         err = ET.SubElement(case, "error", message=xml_text(e.message.splitlines()[0]), type=e.status)
         err.text = xml_text(e.message)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def prove_to_junit(report: ProveReport) -> str:
+    """JUnit XML of proofs: a testsuite per spec, a testcase per property; REFUTED and
+    UNKNOWN (never a pass) are failures."""
+    suites = ET.Element("testsuites", name="threadmap prove")
+    for run in report.runs:
+        fails = sum(p.status != "PROVED" for p in run.properties)
+        suite = ET.SubElement(suites, "testsuite", name=xml_text(run.spec), tests=str(len(run.properties)),
+                              failures=str(fails), skipped="0", time=f"{run.seconds:.3f}", file=xml_text(run.path))
+        for p in run.properties:
+            case = ET.SubElement(suite, "testcase", classname=xml_text(run.spec), name=p.property,
+                                 time=f"{p.seconds:.3f}")
+            if p.status == "PROVED":
+                ET.SubElement(case, "system-out").text = xml_text(f"PROVED ({p.method}): {p.reason}")
+            else:
+                fe = ET.SubElement(case, "failure", message=xml_text(proof_text(p)), type=p.status)
+                fe.text = xml_text("\n".join([proof_text(p), *(f.message for f in p.findings)]))
+    return _junit_end(suites, report.errors)
 
 
 _LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): ")
@@ -304,7 +326,12 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
                                                                         f"{', '.join(run.expected_failing)}"
                                                                         if run.expected_failing else "")),
                                          run.path, 1, {}))
-    for e in report.errors:
+    return _sarif_end(report.threadmap, results, report.errors)
+
+
+def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any]) -> str:
+    """A result per invalid spec, and the document."""
+    for e in errors:
         m = _LOC.match(e.message)
         line = int(m.group("line")) if m else 1
         results.append(_sarif_result("spec", "error", _sentence(e.message.splitlines()[0]), e.path, line, {}))
@@ -314,13 +341,32 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
-                "name": "threadmap", "version": report.threadmap, "informationUri": "https://pypi.org/project/threadmap/",
+                "name": "threadmap", "version": version, "informationUri": "https://pypi.org/project/threadmap/",
                 "rules": [{"id": rid, "shortDescription": {"text": RULES.get(rid, rid)}} for rid in rule_ids],
             }},
             "results": results,
         }],
     }
     return json.dumps(doc, indent=1)
+
+
+def prove_to_sarif(report: ProveReport) -> str:
+    """SARIF 2.1.0 of proofs: an ``error`` per REFUTED property (with its sizes and first
+    finding), a ``warning`` per UNKNOWN one (with the reason), rule ``prove.<property>``."""
+    results = [_sarif_result(f"prove.{p.property}", "error" if p.status == "REFUTED" else "warning",
+                             _sentence(f"{run.spec}: {proof_text(p)}"), run.path, 1,
+                             {"status": p.status, "sizes": p.sizes, "precondition": p.precondition})
+               for run in report.runs for p in run.properties if p.status != "PROVED"]
+    return _sarif_end(report.threadmap, results, report.errors)
+
+
+def proof_text(p: Any) -> str:
+    """One property's verdict in words: ``coverage REFUTED at N=612: ...``."""
+    if p.sizes is None:
+        return f"{p.property} {p.status}: {p.reason}"
+    sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+    text = f"{p.property} {p.status} at {sizes}: " + (p.findings[0].message if p.findings else p.reason)
+    return text + (f"; weakest precondition: {' and '.join(p.precondition)}" if p.precondition else "")
 
 
 def _uri(path: str) -> str:
