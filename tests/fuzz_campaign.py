@@ -42,7 +42,6 @@ import argparse
 import base64
 import copy
 import json
-import math
 import os
 import random
 import re
@@ -63,6 +62,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import yaml  # noqa: E402
+
+from tests.spec_trees import toml_dumps, tree_paths  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC_DIR = REPO / "specs"
@@ -109,39 +110,6 @@ class Case:
 
 
 # =============================================================================== serialisation
-
-
-def toml_dumps(data: Any, tables: bool = False) -> str:
-    """A small TOML writer (inline tables; with ``tables`` top-level mappings become
-    ``[table]`` sections).  Values TOML lacks (null) raise TypeError."""
-    def key(k: Any) -> str:
-        s = str(k)
-        return s if re.fullmatch(r"[A-Za-z0-9_-]+", s) else json.dumps(s)
-
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int):
-            return str(v)
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{key(k)} = {val(x)}" for k, x in v.items()) + "}"
-        raise TypeError(type(v).__name__)
-
-    if not isinstance(data, dict):
-        return f"value = {val(data)}\n"
-    head = [(k, v) for k, v in data.items() if not (tables and isinstance(v, dict) and v)]
-    out = "".join(f"{key(k)} = {val(v)}\n" for k, v in head)
-    if tables:
-        for k, v in data.items():
-            if isinstance(v, dict) and v:
-                out += f"\n[{key(k)}]\n" + "".join(f"{key(a)} = {val(b)}\n" for a, b in v.items())
-    return out
 
 
 def dump(data: Any, fmt: str, rng: random.Random | None = None) -> str:
@@ -828,17 +796,6 @@ def library() -> list[tuple[str, dict[str, Any]]]:
     return _LIBRARY
 
 
-def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(d, list):
-        for i, v in enumerate(d):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _get(d: Any, path: tuple[Any, ...]) -> Any:
     for c in path:
         d = d[c]
@@ -952,7 +909,7 @@ def mutate_tree(rng: random.Random, d: Any, n: int) -> Any:
     d = copy.deepcopy(d)
     names = _sizes_names(d) if isinstance(d, dict) else []
     for _ in range(n):
-        paths = _paths(d)[1:]
+        paths = tree_paths(d)[1:]
         if not paths:
             break
         path = rng.choice(paths)
@@ -1000,7 +957,7 @@ def mutate_tree(rng: random.Random, d: Any, n: int) -> Any:
                 pass
         elif op == "graft":
             _, lib = rng.choice(library())
-            sub = _get(lib, rng.choice(_paths(lib)))
+            sub = _get(lib, rng.choice(tree_paths(lib)))
             parent[last] = copy.deepcopy(sub)
         elif op == "sizes" and isinstance(d, dict):
             d["sizes"] = _random_sizes(rng)
@@ -1042,7 +999,7 @@ def _raw_substitute(rng: random.Random, d: Any, fmt: str) -> tuple[Any, list[tup
     d = copy.deepcopy(d)
     subs = []
     for i in range(rng.randint(1, 2)):
-        paths = [p for p in _paths(d)[1:] if not isinstance(_get(d, p), (dict, list))]
+        paths = [p for p in tree_paths(d)[1:] if not isinstance(_get(d, p), (dict, list))]
         if not paths:
             break
         p = rng.choice(paths)
@@ -2164,7 +2121,7 @@ def _sig_of(case: Case, work: Path, time_limit: int = TIME_LIMIT) -> tuple[str, 
 
 def _tree_candidates(d: Any) -> Iterator[Any]:
     """Smaller variants of a spec tree: a subtree dropped, a list shortened, a subtree replaced by a leaf."""
-    paths = _paths(d)[1:]
+    paths = tree_paths(d)[1:]
     paths.sort(key=len)
     for p in paths:
         nd = copy.deepcopy(d)

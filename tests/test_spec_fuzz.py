@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 from typing import Any
 
@@ -15,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.spec_trees import toml_dumps, tree_paths
 from tests.test_spec_load import YAML_SPEC
 from tests.timeouts import time_limit
 from threadmap.errors import SpecError
@@ -27,33 +27,6 @@ FUZZ = settings(max_examples=300, deadline=None, database=None,
 TIME_LIMIT_S = 5
 BASE: dict[str, Any] = yaml.safe_load(YAML_SPEC)
 LINE = re.compile(r"^spec\.(yaml|json|toml):\d+:\d+: .+: .+$")
-
-
-
-
-def toml_dumps(data: Any) -> str:
-    """A minimal TOML writer (inline tables); raises TypeError for values TOML lacks (null)."""
-    def key(k: Any) -> str:
-        return json.dumps(str(k))
-
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, int):
-            return str(v)
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{key(k)} = {val(x)}" for k, x in v.items()) + "}"
-        raise TypeError(type(v).__name__)
-
-    if not isinstance(data, dict):
-        return f"value = {val(data)}\n"
-    return "".join(f"{key(k)} = {val(v)}\n" for k, v in data.items())
 
 
 def dump(data: Any, fmt: str) -> str:
@@ -96,18 +69,7 @@ values = st.recursive(scalars, lambda c: st.one_of(st.lists(c, max_size=4),
                       max_leaves=12)
 
 
-def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(d, list):
-        for i, v in enumerate(d):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-PATHS = _paths(BASE)[1:]
+PATHS = tree_paths(BASE)[1:]
 FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "threads": st.one_of(st.integers(-5, 5000), huge, st.sampled_from(EXPRS)),
     "layout": st.sampled_from(LAYOUTS), "tensor": st.sampled_from(["x", "y", "sA", "sB", "q", ""]),

@@ -38,6 +38,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic_core import ValidationError
 
+from tests.spec_trees import tree_paths
 from tests.test_spec_load import JSON_SPEC, TOML_SPEC, YAML_SPEC, pos_of
 from tests.timeouts import time_limit
 from threadmap.errors import SpecError
@@ -538,17 +539,6 @@ def _load_corpus() -> list[dict[str, Any]]:
 CORPUS = _load_corpus()
 
 
-def _paths(d: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(d, list):
-        for i, v in enumerate(d):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 ODD_KEY_VALUES: list[Any] = [1, 0, True, False, None, 1.5, "", "a.b", 'a"b', "[key]", "None", "int",
                              "Copy", "k" * 80, "é", " threads", "threads ", "Threads"]
 WRONG_VALUES: list[Any] = [0, -1, 1, 2**31, 2**63 - 1, -2**63, 1.5, float("nan"), float("inf"), True, None,
@@ -566,7 +556,7 @@ def mutated_spec(draw: st.DrawFn) -> dict[str, Any]:
     types, wrong nesting (wrap, unwrap, move a subtree)."""
     d = copy.deepcopy(draw(st.sampled_from(CORPUS)))
     for _ in range(draw(st.integers(1, 4))):
-        paths = _paths(d)[1:]
+        paths = tree_paths(d)[1:]
         if not paths:
             break
         path = draw(st.sampled_from(paths))
@@ -590,7 +580,7 @@ def mutated_spec(draw: st.DrawFn) -> dict[str, Any]:
             v = parent[last]
             parent[last] = v[0] if isinstance(v, list) else next(iter(v.values()))
         elif kind == "move":
-            target = draw(st.sampled_from(_paths(d)))
+            target = draw(st.sampled_from(tree_paths(d)))
             node: Any = d
             for c in target:
                 node = node[c]
