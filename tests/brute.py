@@ -269,24 +269,33 @@ def coalescing_summary(s: Side) -> dict[str, Any]:
             "access_bits": s.access_bytes * 8}
 
 
-def assert_coalescing(res: CheckResult, s: Side) -> None:
-    want = coalescing_summary(s)
+def _worst(res: CheckResult, want: dict[str, Any], ins: dict[tuple[int, int, int], Any], excess: Any,
+           s: Side) -> tuple[dict[str, Any], Any, list[Row]] | None:
+    """The summary equals ``want``, and its ``worst`` names an instruction of ``ins`` with the
+    largest ``excess``; returns (worst, that instruction, its active rows), None when none."""
     got = dump(res.summary)
     worst = got.pop("worst")
     assert got == want
-    ins = coalescing_instructions(s)
-    # the worst instruction: an active one with the largest excess over the ideal
     if not ins:
         assert worst is None
-    else:
-        assert worst is not None
-        sec = ins[(worst["block"], worst["warp"], worst["step"])]
-        assert max(x.sectors - x.ideal for x in ins.values()) == sec.sectors - sec.ideal
+        return None
+    assert worst is not None
+    one = ins[(worst["block"], worst["warp"], worst["step"])]
+    assert max(excess(x) for x in ins.values()) == excess(one)
+    blk = next(b for b in s.blocks if b.block == worst["block"])
+    rows = next(r for w, st, r in s.instructions(blk) if (w, st) == (worst["warp"], worst["step"]))
+    return worst, one, [r for r in rows if r.pred]
+
+
+def assert_coalescing(res: CheckResult, s: Side) -> None:
+    # the worst instruction: an active one with the largest excess over the ideal
+    want = coalescing_summary(s)
+    found = _worst(res, want, coalescing_instructions(s), lambda x: x.sectors - x.ideal, s)
+    worst = found[0] if found is not None else None
+    if found is not None:
+        worst, sec, act = found
         assert (worst["sectors"], worst["ideal"], worst["lines"], worst["bytes"]) == \
             (sec.sectors, sec.ideal, sec.lines, sec.bytes)
-        blk = next(b for b in s.blocks if b.block == worst["block"])
-        rows = next(r for w, st, r in s.instructions(blk) if (w, st) == (worst["warp"], worst["step"]))
-        act = [r for r in rows if r.pred]
         assert worst["active_lanes"] == len({r.lane for r in act})
         assert [tuple(x) for x in worst["lane_addresses"]] == \
             sorted({(r.lane, r.addr) for r in act if r.element == 0})[:32]
@@ -348,20 +357,11 @@ def bank_summary(s: Side) -> dict[str, Any]:
 
 def assert_banks(res: CheckResult, s: Side) -> None:
     want = bank_summary(s)
-    got = dump(res.summary)
-    worst = got.pop("worst")
-    assert got == want
-    ins = bank_instructions(s)
-    if not ins:
-        assert worst is None
-    else:
-        assert worst is not None
-        wf = ins[(worst["block"], worst["warp"], worst["step"])]
-        assert max(x.extra for x in ins.values()) == wf.extra
+    found = _worst(res, want, bank_instructions(s), lambda x: x.extra, s)
+    worst = found[0] if found is not None else None
+    if found is not None:
+        worst, wf, act = found
         assert (worst["wavefronts"], worst["ideal"]) == (wf.wavefronts, wf.ideal)
-        blk = next(b for b in s.blocks if b.block == worst["block"])
-        rows = next(r for w, st, r in s.instructions(blk) if (w, st) == (worst["warp"], worst["step"]))
-        act = [r for r in rows if r.pred]
         served = hw.bank_requests([(r.lane, r.addr) for r in act], s.elem_bytes, s.access_bytes)
         per_phase: dict[int, int] = {}
         for (p, _), words in served.items():
