@@ -288,6 +288,13 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
 
 # ----------------------------------------------------------------------------- verify
 
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A number option that must be finite (click's ranges let NaN through)."""
+    if value != value:
+        raise UsageError(f"--{param.name} {value}: give a number of seconds")
+    return value
+
 FORMATS = ("table", "json", "junit", "sarif")
 
 
@@ -305,7 +312,7 @@ FORMATS = ("table", "json", "junit", "sarif")
                    "size in range (as threadmap prove); auto: prove specs with a size range, enumerate the "
                    "others; both: enumerate and prove every spec, and fail on any disagreement")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
-              help="seconds per spec for the prover (--engine z3, auto, both)")
+              callback=_finite, help="seconds per spec for the prover (--engine z3, auto, both)")
 @click.option("-v", "--verbose", is_flag=True,
               help="also list the passing vectorize and predicates rows (hidden by default)")
 @click.option("--check-expected", is_flag=True,
@@ -332,22 +339,14 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output: str | None, sizes: str 
     import threadmap.api as api
     from threadmap.report.formats import render_table, summary_line, to_json, to_junit, to_sarif
 
-    files: list[Path] = []
-    missing = []
-    for p in paths:  # a missing path is one invalid target: the others are still verified
-        try:
-            files += api.spec_files([p])
-        except SpecError as e:
-            missing.append(SpecErrorModel(path=p, message=str(e)))
-    if not files and not missing:
-        raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
+    files, missing = _targets(paths)
     write = _output(output, files)
     if engine != "enum":
         if sizes is not None or (fmt in ("junit", "sarif") and engine != "z3"):
             raise UsageError(f"--engine {engine} proves the spec's own ranges (no --sizes)" if sizes is not None
                              else f"--engine {engine} reports as table or json (--engine z3 also as junit, sarif)")
         if engine == "z3":
-            sys.exit(_prove_out(files, [m.path for m in missing], fmt, output, timeout))
+            sys.exit(_prove_out(files, missing, fmt, output, timeout))
     size_env = _parse_sizes(sizes)
     check_set = api.check_names(checks.split(",")) if checks is not None else None
     err = Console(stderr=True)
@@ -432,7 +431,25 @@ def _verify_and_prove(report: Any, files: list[Path], fmt: str, write: Any, to_f
     return max(report.exit_status(check_expected), proofs.exit_code, 1 if clash else 0)
 
 
-def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | None, timeout: float) -> int:
+def _targets(paths: tuple[str, ...]) -> tuple[list[Path], list[SpecErrorModel]]:
+    """The spec files under ``paths``, and one invalid target per path that names none (the
+    others still run); no spec file at all is a usage error."""
+    import threadmap.api as api
+
+    files: list[Path] = []
+    missing = []
+    for p in paths:
+        try:
+            files += api.spec_files([p])
+        except SpecError as e:
+            missing.append(SpecErrorModel(path=p, message=str(e)))
+    if not files and not missing:
+        raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
+    return files, missing
+
+
+def _prove_out(files: list[Path], missing: list[SpecErrorModel], fmt: str, output: str | None,
+               timeout: float) -> int:
     """Prove ``files`` and write the report (``threadmap prove`` and ``verify --engine z3``)."""
     from rich.console import Console
 
@@ -440,7 +457,8 @@ def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | No
     from threadmap.report.formats import proof_summary_line, prove_to_junit, prove_to_sarif, render_proofs, to_json
 
     write = _output(output, files)
-    report = prove([*map(str, files), *missing], timeout_s=timeout)
+    report = prove([str(f) for f in files], timeout_s=timeout)
+    report.errors[:0] = missing
     if fmt == "table":
         buf = io.StringIO()
         con = Console(highlight=False, file=buf if output else None, width=None if not output else 140)
@@ -463,7 +481,7 @@ def _prove_out(files: list[Path], missing: list[str], fmt: str, output: str | No
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
-              help="seconds per spec; the solver is stopped and its properties are UNKNOWN")
+              callback=_finite, help="seconds per spec; the solver is stopped and its properties are UNKNOWN")
 def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: float) -> None:
     """Prove coverage, predicates, dataflow, bank conflicts, aliasing and the grid limits
     for every size in the spec's ranges (and under its assume: relations).
@@ -478,21 +496,8 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
     Exit status: 0 everything proved, 1 a property refuted or unknown, 2 invalid spec or
     usage, 3 internal error.
     """
-    import math
-
-    import threadmap.api as api
-
-    if not math.isfinite(timeout):
-        raise UsageError(f"--timeout {timeout}: give a number of seconds")
-    files: list[Path] = []
-    for p in paths:
-        try:
-            files += api.spec_files([p])
-        except SpecError:
-            files.append(Path(p))  # reported as an invalid target by the prover
-    if not files:
-        raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
-    sys.exit(_prove_out(files, [], fmt, output, timeout))
+    files, missing = _targets(paths)
+    sys.exit(_prove_out(files, missing, fmt, output, timeout))
 
 
 # ----------------------------------------------------------------------------- simulate / show

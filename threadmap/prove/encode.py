@@ -272,7 +272,7 @@ class _TrackedInterval(Interval):
 
     def __mul__(self, o: Any) -> Interval:
         r = _TrackedInterval(self.t, Interval(self.lo, self.hi) * o)
-        self.t.lo, self.t.hi = min(self.t.lo, r.lo), max(self.t.hi, r.hi)
+        self.t.note(r)
         return r
 
     __rmul__ = __mul__
