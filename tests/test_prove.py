@@ -49,9 +49,28 @@ def test_planted_one_residue_bug_is_refuted_and_hides_from_the_samples() -> None
 def test_a_transpose_is_proved_for_every_size() -> None:
     run = prove([RANGES / "row_smem_swizzled.yaml"], timeout_s=300).runs[0]
     assert {k: p.status for k, p in props(run).items()} == dict.fromkeys(
-        ("grid", "coverage", "predicates", "dataflow", "bank_conflicts", "aliasing"), "PROVED")
+        ("grid", "coverage", "predicates", "dataflow", "bank_conflicts", "vectorize", "coalescing", "aliasing"),
+        "PROVED")
     # 16 x 16 tiles: N mod 16 and M mod 16 are the classes (the grid is always ceil_div)
     assert props(run)["coverage"].classes == 256
+    # warp w loads rows 2w, 2w + 1 of its tile, 16 floats (64 B) each, at byte
+    # 4 N (16 bx + p) + 64 by: a 64-byte row touches 3 sectors unless it starts 32-byte
+    # aligned.  Row 0 always does (64 N bx = 0 mod 32); rows 2 and 3 (8N, 12N mod 32) both
+    # miss for odd N: warp 1 reaches 3 + 3 = 6, and no instruction can pass 2 rows x 3
+    w = props(run)["coalescing"].worst
+    assert w is not None and w["sectors"] == 6 and w["warp"] >= 1 and w["sizes"]["N"] % 2 == 1
+    # the witness replays: the simulator counts 6 sectors for that instruction
+    from threadmap.model import build_model
+    from threadmap.simulate.engine import Simulator
+    from threadmap.spec.load import load_spec
+    from threadmap.verify.coalescing import instruction_stats
+
+    loaded = load_spec(RANGES / "row_smem_swizzled.yaml")
+    model = build_model(loaded, {**loaded.envs[0], **w["sizes"]})
+    gx, gy, _ = model.grid
+    blk = w["block"][0] + gx * (w["block"][1] + gy * w["block"][2])
+    tab = Simulator(model).stage_tables(model.stages[w["stage"]], __import__("numpy").array([blk]))[0]
+    assert int(instruction_stats(tab)["sectors"][w["warp"] * tab.steps + w["step"]]) == 6
 
 
 STRADDLE = """
@@ -74,7 +93,7 @@ stages:
 """
 
 
-def test_vector_straddle_refuted_with_its_weakest_precondition_and_proved_under_it() -> None:
+def test_vector_straddle_refuted_with_its_weakest_precondition_and_proved_under_it(tmp_path: Path) -> None:
     # thread t loads columns 4(t % 16) .. +3 of a 64-wide tile; with N % 4 != 0 the vector
     # holding column N - 1 straddles N and the whole-vector predicate drops it
     bad = prove_loaded(loads_spec(STRADDLE.format(assume=""), "yaml", "straddle.yaml"), 120)
@@ -83,6 +102,16 @@ def test_vector_straddle_refuted_with_its_weakest_precondition_and_proved_under_
     assert p.precondition == ["N % 4 == 0"]
     good = prove_loaded(loads_spec(STRADDLE.format(assume='assume: ["N % 4 == 0"]'), "yaml", "s.yaml"), 120)
     assert props(good)["predicates"].status == "PROVED" and props(good)["coverage"].status == "PROVED"
+    # row r of A starts at byte 4 N r: a 128-bit vector at column 4j is 16-byte aligned for
+    # every row only when N % 4 == 0; without the assumption some row's vectors are misaligned
+    for prop in ("vectorize", "coalescing"):
+        q = props(bad)[prop]
+        assert q.status == "REFUTED" and q.sizes["N"] % 4 != 0 and q.findings, q
+        assert "not a multiple of 16" in q.findings[0].message
+        f = tmp_path / "straddle.yaml"
+        f.write_text(STRADDLE.format(assume=""))
+        assert replay(f, q.sizes, prop)  # verify at the counterexample's sizes fails the same check
+        assert props(good)[prop].status == "PROVED"
     # N mod 64 in {0, 4, ..., 60} and whether N >= 64: 16 classes, against 64 without the assumption
     assert props(good)["coverage"].classes == 16 < props(bad)["coverage"].classes
 

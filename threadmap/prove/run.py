@@ -41,6 +41,7 @@ import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 from threadmap import __version__
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
+from threadmap.prove.access import access_properties
 from threadmap.prove.encode import (
     Monomial,
     SizeSpace,
@@ -65,8 +66,16 @@ CLASS_PROPERTIES: dict[str, tuple[str, ...]] = {
     "dataflow": ("dataflow",),
     "bank_conflicts": ("bank_conflicts",),
 }
+#: properties decided by z3 over sizes and blocks (global sides); the checks each one reads,
+#: whose failures at a class representative refute it too
+ACCESS_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "vectorize": ("vectorize",),
+    "coalescing": ("coalescing",),
+}
+#: every property whose failure ``verify`` shows as an error finding of these checks
+REFUTING_CHECKS: dict[str, tuple[str, ...]] = {**CLASS_PROPERTIES, **ACCESS_PROPERTIES}
 ALIAS_KINDS = ("aliased_write", "aliasing_undecided")
-PROPERTIES = ("grid", *CLASS_PROPERTIES, "aliasing")
+PROPERTIES = ("grid", *CLASS_PROPERTIES, *ACCESS_PROPERTIES, "aliasing")
 DEFAULT_TIMEOUT = 120.0
 MAX_FINDINGS_SHOWN = 5
 
@@ -233,8 +242,8 @@ def _strides_grow(space: SizeSpace, extents: Sequence[Monomial], strides: Sequen
 
 def fails_property(run: Any, prop: str) -> bool:
     """Whether a :class:`~threadmap.report.model.SpecRun` of ``verify`` shows an error finding
-    of a class property (its checks; aliased writes belong to ``aliasing``)."""
-    return bool(_findings(run, CLASS_PROPERTIES[prop], prop)[0])
+    of a property decided per check (its checks; aliased writes belong to ``aliasing``)."""
+    return bool(_findings(run, REFUTING_CHECKS[prop], prop)[0])
 
 
 def disagreements(verify_runs: Sequence[Any], proofs: Sequence[ProveRun]) -> list[str]:
@@ -243,7 +252,7 @@ def disagreements(verify_runs: Sequence[Any], proofs: Sequence[ProveRun]) -> lis
     out = []
     for pr in proofs:
         for p in pr.properties:
-            if p.status != "PROVED" or p.property not in CLASS_PROPERTIES:
+            if p.status != "PROVED" or p.property not in REFUTING_CHECKS:
                 continue
             for run in verify_runs:
                 if run.path == pr.path and fails_property(run, p.property):
@@ -299,7 +308,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
     if reason is None:
         reason = _inside_tiles(model0)
     if reason is None:
-        want = frozenset({c for cs in CLASS_PROPERTIES.values() for c in cs})
+        want = frozenset({c for cs in REFUTING_CHECKS.values() for c in cs})
         ref = _fingerprint(model0)
         try:
             for cls in enumerate_classes(space, class_terms(space, modes), timeout_ms):
@@ -320,7 +329,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
                 if run.totals == "partial" or any("partial" in n for n in run.notes):
                     reason = f"the grid at {env} was not enumerated whole"
                     break
-                for prop, checks in [*CLASS_PROPERTIES.items(), ("aliasing", ("grid_coverage",))]:
+                for prop, checks in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]:
                     if prop in refuted:
                         continue
                     fs, pre = _findings(run, checks, prop)
@@ -329,7 +338,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
                             property=prop, status="REFUTED", method="z3 classes + simulator", seconds=0.0,
                             sizes={k: env[k] for k in spec.sizes}, findings=fs[:MAX_FINDINGS_SHOWN],
                             precondition=pre, reason=f"{len(fs)} finding(s) at these sizes, replayed by the simulator")
-                if len(refuted) == len(CLASS_PROPERTIES) + 1:
+                if len(refuted) == len(REFUTING_CHECKS) + 1:
                     break
         except Unsupported as e:
             reason = str(e)
@@ -344,6 +353,8 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
             results[prop] = PropertyResult(property=prop, status="PROVED", method="z3 classes + simulator",
                                            seconds=dt, classes=classes,
                                            reason=f"all {classes} size classes verified")
+    results.update(_access_results(loaded, space, model0, timeout_ms, t_start + timeout_s, refuted, reason, dt,
+                                   classes))
     alias_ref = refuted.get("aliasing")
     results["aliasing"] = _aliasing_property(loaded, space, model0, timeout_ms,
                                              alias_ref.model_copy(update={"seconds": dt, "classes": classes})
@@ -351,6 +362,40 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
     return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume),
                     bits=space.bits, seconds=time.perf_counter() - t_start,
                     properties=[results[p] for p in PROPERTIES])
+
+
+def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, timeout_ms: int, deadline: float,
+                    refuted: dict[str, PropertyResult], class_reason: str | None, class_s: float,
+                    classes: int) -> dict[str, PropertyResult]:
+    """``vectorize`` and ``coalescing``: z3 over sizes and blocks for the global sides; a
+    failure at a class representative refutes too; shared sides (``vectorize``) and the
+    spec's sector-ratio expectation need the classes or a per-instruction bound."""
+    z = access_properties(loaded, space, model0, timeout_ms, deadline)
+    out = {}
+    for prop in ACCESS_PROPERTIES:
+        r = z[prop]
+        if prop in refuted and r.status != "REFUTED":
+            r = refuted[prop].model_copy(update={"seconds": class_s + r.seconds, "classes": classes})
+        elif r.status == "PROVED" and prop == "vectorize" and class_reason is not None and \
+                any(sd.memory == "shared" for sd in model0.sides()):
+            r = r.model_copy(update={"status": "UNKNOWN",
+                                     "reason": f"global sides proved; shared sides: {class_reason}"})
+        elif r.status == "PROVED" and prop == "coalescing":
+            exp = model0.expect
+            for sd in model0.sides():
+                lim = exp.sector_ratio_load if sd.which == "src" else exp.sector_ratio_store
+                if sd.memory != "global" or lim is None:
+                    continue
+                worst = (r.worst or {}).get("sectors", 0)
+                if not _free_sizes(loaded)[0] and class_reason is None:
+                    break  # one size only: its enumeration (which passed the ratio) decides
+                if worst > lim:  # every request asks for at least one sector: sectors <= lim suffices
+                    r = r.model_copy(update={"status": "UNKNOWN", "reason": (
+                        f"up to {worst} sectors per request; the spec's sector ratio {lim:g} is not proved for "
+                        "every size (a per-instruction bound is sufficient only)")})
+                    break
+        out[prop] = r
+    return out
 
 
 def _child(conn: Any, loaded: LoadedSpec, timeout_s: float) -> None:

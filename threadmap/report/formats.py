@@ -188,7 +188,7 @@ def render_proofs(report: ProveReport, console: Any) -> None:
         for col in ("property", "status", "method", "time", "evidence"):
             t.add_column(col, overflow="fold")
         for p in run.properties:
-            ev = p.reason
+            ev = p.reason + worst_text(p)
             if p.sizes is not None:
                 ev = "at " + proof_text(p).split(" at ", 1)[1]  # the sizes lead: the table names the property
             elif p.classes:
@@ -363,10 +363,21 @@ def prove_to_sarif(report: ProveReport) -> str:
 def proof_text(p: Any) -> str:
     """One property's verdict in words: ``coverage REFUTED at N=612: ...``."""
     if p.sizes is None:
-        return f"{p.property} {p.status}: {p.reason}"
+        return f"{p.property} {p.status}: {p.reason}" + worst_text(p)
     sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
     text = f"{p.property} {p.status} at {sizes}: " + (p.findings[0].message if p.findings else p.reason)
     return text + (f"; weakest precondition: {' and '.join(p.precondition)}" if p.precondition else "")
+
+
+def worst_text(p: Any) -> str:
+    """``; worst 18 sectors per request: stage 0 src, block (1, 0, 0), warp 0, step 0 at M=55, N=9``."""
+    w = getattr(p, "worst", None)
+    if not w:
+        return ""
+    at = ", ".join(f"{k}={v}" for k, v in w.get("sizes", {}).items())
+    return (f"; worst {w['sectors']} sectors per request: stage {w['stage']} {w['side']}, block "
+            f"({', '.join(str(b) for b in w['block'])}), warp {w['warp']}, step {w['step']}"
+            + (f" at {at}" if at else ""))
 
 
 def _uri(path: str) -> str:

@@ -256,6 +256,9 @@ class PropertyResult(_Model):
     sizes: dict[str, int] | None = None
     findings: list[Finding] = Field(default_factory=list)
     precondition: list[str] = Field(default_factory=list)
+    #: coalescing: the most sectors one warp instruction touches over all sizes and blocks,
+    #: with the instruction (stage, side, block, warp, step) and sizes that reach it
+    worst: dict[str, Any] | None = None
 
 
 class ProveRun(_Model):
