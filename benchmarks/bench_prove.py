@@ -3,7 +3,8 @@
     python benchmarks/bench_prove.py            # every spec in specs/ranges/
     python benchmarks/bench_prove.py --quick    # the specs with at most 256 classes
 
-For each spec: the time of every property (``grid`` and ``aliasing`` are z3 queries; the
+For each spec: the time of every property (``grid``, ``aliasing``, ``vectorize`` and
+``coalescing`` are z3 queries, the last with the worst sectors per request it proves; the
 class properties share one pass over the size classes, whose time each of them reports),
 the number of classes, and, for the same checks, ``threadmap verify`` at M = N = 1024 and at
 16384 (the default mode: representative blocks and the tiling argument).  Then the median,
@@ -25,7 +26,7 @@ from threadmap.api import verify_spec  # noqa: E402
 from threadmap.prove import prove_loaded  # noqa: E402
 from threadmap.spec.load import load_spec  # noqa: E402
 
-CHECKS = ["coverage", "predicates", "dataflow", "bank_conflicts"]
+CHECKS = ["coverage", "predicates", "dataflow", "bank_conflicts", "vectorize", "coalescing"]
 
 
 def enum_time(loaded: object, sizes: dict[str, int]) -> float | None:
@@ -42,7 +43,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     rows = []
-    print(f"{'spec':42} {'classes':>7} {'grid':>6} {'classes':>8} {'alias':>6} {'enum@1024':>10} {'enum@16384':>11}")
+    print(f"{'spec':42} {'classes':>7} {'grid':>6} {'classes':>8} {'alias':>6} {'vector':>6} {'coal':>6} "
+          f"{'worst':>5} {'enum@1024':>10} {'enum@16384':>11}")
     for f in sorted((ROOT / "specs" / "ranges").glob("*.yaml")):
         loaded = load_spec(f)
         if args.quick and "stripmined" in f.name:
@@ -56,8 +58,9 @@ def main() -> None:
             rows.append((x.seconds, f.name, x.property, x.status, x.reason))
         cls = p["coverage"]
         fmt = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
+        worst = (p["coalescing"].worst or {}).get("sectors", "-")
         print(f"{f.name:42} {cls.classes:7d} {p['grid'].seconds:6.2f} {cls.seconds:8.2f} {p['aliasing'].seconds:6.2f} "
-              f"{fmt(e1):>10} {fmt(e2):>11}")
+              f"{p['vectorize'].seconds:6.2f} {p['coalescing'].seconds:6.2f} {worst:>5} {fmt(e1):>10} {fmt(e2):>11}")
     times = sorted(r[0] for r in rows)
     slow = max(rows)
     print(f"\n{len(rows)} properties: median {statistics.median(times):.2f} s, "

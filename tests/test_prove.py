@@ -73,6 +73,21 @@ def test_a_transpose_is_proved_for_every_size() -> None:
     assert int(instruction_stats(tab)["sectors"][w["warp"] * tab.steps + w["step"]]) == 6
 
 
+def test_vectorized_transpose_without_its_assumption_is_refuted_with_a_precondition() -> None:
+    # no predicates and 16 x 64 tiles of 4-wide row vectors (derivation in the spec): a size
+    # with N % 4 != 0 puts a vector across the edge; the precondition verify derives is N % 4 == 0
+    path = RANGES / "row_rvectorized_any.yaml"
+    p = props(prove([path], timeout_s=300).runs[0])
+    pre = p["predicates"]
+    assert pre.status == "REFUTED" and pre.sizes is not None and pre.sizes["N"] % 4 != 0
+    assert pre.precondition == ["N % 4 == 0"] and replay(path, pre.sizes, "predicates")
+    for prop in ("vectorize", "coalescing"):  # row pitch 4N bytes not a multiple of 16
+        assert p[prop].status == "REFUTED" and p[prop].sizes["N"] % 4 != 0 and replay(path, p[prop].sizes, prop)
+    # with the assumption (row_rvectorized.yaml) all of these are PROVED
+    q = props(prove([RANGES / "row_rvectorized.yaml"], timeout_s=300).runs[0])
+    assert {q[k].status for k in ("predicates", "vectorize", "coalescing")} == {"PROVED"}
+
+
 STRADDLE = """
 spec: 1
 name: stripmined v4, M fixed, N in a range
@@ -159,21 +174,17 @@ def test_time_limit_gives_unknown_and_exit_1() -> None:
 
 
 def test_prove_agrees_with_verify_on_generated_specs() -> None:
-    """40 generated specs (tests/prove_agreement.py): every PROVED property holds at 12 random
-    sizes of its range, every REFUTED one replays; 0 disagreements."""
-    import random
+    """40 hypothesis-generated specs (tests/prove_agreement.py: copies, transposes, tiled
+    copies into plain, padded and swizzled smem, CUTLASS thread maps): every PROVED property
+    holds at 12 random sizes of its range, every REFUTED one replays; 0 disagreements."""
+    from tests.prove_agreement import run
 
-    from tests.prove_agreement import check_one, gen_spec
-
-    rng = random.Random(20261201)
-    disagreements = []
-    decided = 0
-    for _ in range(40):
-        bad, counts = check_one(gen_spec(rng), rng)
-        disagreements += bad
-        decided += sum(v for k, v in counts.items() if k.endswith(("PROVED", "REFUTED")))
+    count, disagreements, counts = run(40, 20261201, show=False)
     assert not disagreements, disagreements
-    assert decided >= 100  # the generator makes specs that are proved and refuted, not only invalid ones
+    assert count == 40
+    decided = sum(v for k, v in counts.items() if k.endswith(("PROVED", "REFUTED")))
+    assert decided >= 150  # the generator makes specs that are proved and refuted, not only invalid ones
+    assert sum(v for k, v in counts.items() if k.startswith(("vectorize:REFUTED", "coalescing:REFUTED"))) >= 1
 
 
 def test_cli_targets_one_bad_path_does_not_hide_the_others(tmp_path: Path) -> None:
@@ -190,8 +201,9 @@ def test_cli_targets_one_bad_path_does_not_hide_the_others(tmp_path: Path) -> No
 
 def test_library_at_fixed_sizes_agrees_with_verify() -> None:
     """Every fixed-size spec of the library: one size class (the spec's sizes), so each class
-    property is REFUTED exactly when ``verify`` fails its checks there, and none is UNKNOWN."""
-    from threadmap.prove.run import CLASS_PROPERTIES
+    property, vector legality and coalescing is REFUTED exactly when ``verify`` fails its
+    checks there, and none is UNKNOWN."""
+    from threadmap.prove.run import REFUTING_CHECKS
     from threadmap.spec.load import iter_spec_files, load_spec
 
     seen = 0
@@ -201,13 +213,13 @@ def test_library_at_fixed_sizes_agrees_with_verify() -> None:
         loaded = load_spec(f)
         proof = {p.property: p for p in prove_loaded(loaded, 60).properties}
         runs = api.verify_spec(loaded)
-        for prop, checks in CLASS_PROPERTIES.items():
+        for prop, checks in REFUTING_CHECKS.items():
             fails = any(r.check in checks and r.status == "FAIL" and
                         any(x.severity == "error" and x.kind not in ("aliased_write", "aliasing_undecided")
                             for x in r.findings) for run in runs for r in run.results)
             assert proof[prop].status == ("REFUTED" if fails else "PROVED"), (f, prop, proof[prop].reason)
             seen += 1
-    assert seen >= 100
+    assert seen >= 150
 
 
 CASES = Path(__file__).parent / "prove_cases"

@@ -56,7 +56,7 @@ from threadmap import hardware as hw
 from threadmap.errors import SpecError
 from threadmap.model import KernelModel, SideModel, build_model
 from threadmap.model.kernel import CopyModel
-from threadmap.prove.encode import BOUNDS, Monomial, SizeSpace, Unsupported, layout_monomials
+from threadmap.prove.encode import Monomial, SizeSpace, Unsupported, first_model, layout_monomials
 from threadmap.report.model import Finding, PropertyResult
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
@@ -387,23 +387,15 @@ class AccessEncoding:
             raise TimeoutError(solver.reason_unknown())
         if r == z3.unsat:
             return None
-        for bound in BOUNDS:
-            solver.push()
-            solver.add(*extra)
-            if bound is not None:
-                solver.add(*[z3.ULE(v, bound) for v in self.space.vars.values()])
-            r = solver.check()
-            m = solver.model() if r == z3.sat else None
-            solver.pop()
-            if r == z3.unknown:
-                raise TimeoutError(solver.reason_unknown())
-            if m is not None:
-                sizes = {k: m.eval(v, model_completion=True).as_long() for k, v in self.space.vars.items()}
-                blk = tuple(m.eval(self.block[n], model_completion=True).as_long() for n in BLOCK_NAMES)
-                return sizes, (blk[0], blk[1], blk[2])
-            if bound is None:
-                return None
-        return None
+        try:
+            m = first_model(solver, self.space, extra)
+        except Unsupported as e:
+            raise TimeoutError(str(e)) from None
+        if m is None:
+            return None
+        sizes = {k: m.eval(v, model_completion=True).as_long() for k, v in self.space.vars.items()}
+        blk = tuple(m.eval(self.block[n], model_completion=True).as_long() for n in BLOCK_NAMES)
+        return sizes, (blk[0], blk[1], blk[2])
 
     # -- replay --------------------------------------------------------------------------------
     def replay(self, s: _Side, sizes: Mapping[str, int], block: tuple[int, int, int]

@@ -348,7 +348,7 @@ class SizeClass:
     sizes: dict[str, int]          # its representative
 
 
-def _first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
+def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
     """A model with ``extra``, smallest size bound first; None when there is none."""
     for bound in BOUNDS:
         s.push()
@@ -388,17 +388,17 @@ def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolR
         return SizeClass(vals, {k: m.eval(v, model_completion=True).as_long() for k, v in space.vars.items()})
 
     while True:
-        m = _first_model(s, space, [])
+        m = first_model(s, space, [])
         if m is None:
             return
         vals = tuple(m.eval(t.e, model_completion=True).as_long() for _, t, _ in terms)
         same = [t.e == v for (_, t, _), v in zip(terms, vals, strict=True)]
-        best = _first_model(s, space, same + prefs) if prefs else m
+        best = first_model(s, space, same + prefs) if prefs else m
         if best is not None:
             yield rep(best, vals)
         else:
             for bits in itertools.product((True, False), repeat=len(prefs)):
-                sub = _first_model(s, space, same + [p if b else z3.Not(p) for p, b in zip(prefs, bits, strict=True)])
+                sub = first_model(s, space, same + [p if b else z3.Not(p) for p, b in zip(prefs, bits, strict=True)])
                 if sub is not None:
                     yield rep(sub, vals)
         if not terms:
