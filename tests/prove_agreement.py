@@ -249,10 +249,14 @@ def check_one(text: str, rng: random.Random, k: int = 12) -> tuple[list[str], Co
     """(disagreements, status counts) for one spec."""
     try:
         loaded = loads_spec(text, "yaml", "gen.yaml")
+        t0 = time.perf_counter()
         proof = {p.property: p for p in prove_loaded(loaded, 60).properties}
+        slow = time.perf_counter() - t0 > 30
     except SpecError:  # invalid at a sample (e.g. a 0-block grid): not a case of agreement
         return [], Counter({"invalid spec": 1})
     counts: Counter[str] = Counter(f"{k}:{p.status}" for k, p in proof.items())
+    if slow:
+        counts["proved in more than 30 s"] += 1
     bad: list[str] = []
     tried = _sizes(loaded, rng, k)
     for prop, p in proof.items():

@@ -56,7 +56,7 @@ from threadmap import hardware as hw
 from threadmap.errors import SpecError
 from threadmap.model import KernelModel, SideModel, build_model
 from threadmap.model.kernel import CopyModel
-from threadmap.prove.encode import Monomial, SizeSpace, Unsupported, first_model, layout_monomials
+from threadmap.prove.encode import Monomial, SizeSpace, Unsupported, first_model, layout_monomials, timed_check
 from threadmap.report.model import Finding, PropertyResult
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
@@ -96,8 +96,10 @@ class AccessEncoding:
     """The global sides of a spec's copies over symbolic sizes and blocks (see the module docstring).
     Raises :class:`Unsupported` for a side this encoding cannot state exactly."""
 
-    def __init__(self, loaded: LoadedSpec, space: SizeSpace, model: KernelModel, timeout_ms: int) -> None:
+    def __init__(self, loaded: LoadedSpec, space: SizeSpace, model: KernelModel, timeout_ms: int,
+                 deadline: float | None = None) -> None:
         self.loaded, self.space, self.model, self.timeout_ms = loaded, space, model, timeout_ms
+        self.deadline = deadline
         self._residues: dict[tuple[int, int], set[tuple[int, ...]] | None] = {}
         spec = loaded.spec
         self.names = [k for k, v in spec.sizes.items() if isinstance(v, SizeRange)]
@@ -352,7 +354,7 @@ class AccessEncoding:
         solver = self.solver(self.timeout_ms)
         out: set[tuple[int, ...]] | None = set()
         while True:
-            r = solver.check()
+            r = timed_check(solver, self.deadline)
             if r == z3.unsat:
                 break
             if r == z3.unknown:
@@ -379,16 +381,8 @@ class AccessEncoding:
                 ) -> tuple[dict[str, int], tuple[int, int, int]] | None:
         """Sizes and block coordinates satisfying ``extra``, smallest sizes first (so that the
         replay stays small); None when unsatisfiable."""
-        solver.push()
-        solver.add(*extra)
-        r = solver.check()  # unsatisfiable queries (the usual case) are answered once, without tiers
-        solver.pop()
-        if r == z3.unknown:
-            raise TimeoutError(solver.reason_unknown())
-        if r == z3.unsat:
-            return None
         try:
-            m = first_model(solver, self.space, extra)
+            m = first_model(solver, self.space, extra, self.deadline)
         except Unsupported as e:
             raise TimeoutError(str(e)) from None
         if m is None:
@@ -512,7 +506,7 @@ def access_properties(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, 
     and the grid-level ratio are judged by the caller at its representatives)."""
     t0 = time.perf_counter()
     try:
-        enc = AccessEncoding(loaded, space, model, timeout_ms)
+        enc = AccessEncoding(loaded, space, model, timeout_ms, deadline)
     except Unsupported as e:
         return {p: _result(p, "UNKNOWN", t0, str(e)) for p in ("vectorize", "coalescing")}
     for s in enc.sides:

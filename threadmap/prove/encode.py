@@ -39,6 +39,7 @@ clauses, each representative with the smallest size bound that admits it (64, 10
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -348,27 +349,44 @@ class SizeClass:
     sizes: dict[str, int]          # its representative
 
 
-def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
-    """A model with ``extra``, smallest size bound first; None when there is none."""
-    for bound in BOUNDS:
+def timed_check(s: z3.Solver, deadline: float | None) -> Any:
+    """``s.check()`` limited to the time left before ``deadline`` (``time.perf_counter``);
+    past it, ``unknown`` without asking."""
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return z3.unknown
+        s.set("timeout", max(1, int(left * 1000)))
+    return s.check()
+
+
+def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
+                deadline: float | None = None) -> z3.ModelRef | None:
+    """A model with ``extra``, smallest size bound first; None when there is none (one
+    unbounded query answers that, without the bounded tiers)."""
+    def solve(bound: int | None) -> z3.ModelRef | None:
         s.push()
         s.add(*extra)
         if bound is not None:
             s.add(*[z3.ULE(v, bound) for v in space.vars.values()])
-        r = s.check()
+        r = timed_check(s, deadline)
         m = s.model() if r == z3.sat else None
         s.pop()
         if r == z3.unknown:
-            raise Unsupported(f"the solver gave up enumerating size classes ({s.reason_unknown()})")
+            raise Unsupported(f"the solver gave up ({s.reason_unknown() or 'time limit reached'})")
+        return m
+
+    if solve(None) is None:
+        return None
+    for bound in BOUNDS:
+        m = solve(bound)
         if m is not None:
             return m
-        if bound is None:
-            return None
-    return None
+    return None  # unreachable: the last tier is unbounded
 
 
 def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolRef | None]],
-                      timeout_ms: int) -> Iterator[SizeClass]:
+                      timeout_ms: int, deadline: float | None = None) -> Iterator[SizeClass]:
     """Representatives covering every class reachable under the constraints, smallest sizes
     first.  A class's representative satisfies every preference when some member does (its
     tile types then include every member's); otherwise each reachable combination of
@@ -388,17 +406,18 @@ def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolR
         return SizeClass(vals, {k: m.eval(v, model_completion=True).as_long() for k, v in space.vars.items()})
 
     while True:
-        m = first_model(s, space, [])
+        m = first_model(s, space, [], deadline)
         if m is None:
             return
         vals = tuple(m.eval(t.e, model_completion=True).as_long() for _, t, _ in terms)
         same = [t.e == v for (_, t, _), v in zip(terms, vals, strict=True)]
-        best = first_model(s, space, same + prefs) if prefs else m
+        best = first_model(s, space, same + prefs, deadline) if prefs else m
         if best is not None:
             yield rep(best, vals)
         else:
             for bits in itertools.product((True, False), repeat=len(prefs)):
-                sub = first_model(s, space, same + [p if b else z3.Not(p) for p, b in zip(prefs, bits, strict=True)])
+                sub = first_model(s, space, same + [p if b else z3.Not(p) for p, b in zip(prefs, bits, strict=True)],
+                                  deadline)
                 if sub is not None:
                     yield rep(sub, vals)
         if not terms:

@@ -311,7 +311,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
         want = frozenset({c for cs in REFUTING_CHECKS.values() for c in cs})
         ref = _fingerprint(model0)
         try:
-            for cls in enumerate_classes(space, class_terms(space, modes), timeout_ms):
+            for cls in enumerate_classes(space, class_terms(space, modes), timeout_ms, t_start + timeout_s):
                 classes += 1
                 if time.perf_counter() - t_start > timeout_s:
                     reason = f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
