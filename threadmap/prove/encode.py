@@ -373,7 +373,7 @@ def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
         m = s.model() if r == z3.sat else None
         s.pop()
         if r == z3.unknown:
-            raise Unsupported(f"the solver gave up ({s.reason_unknown() or 'time limit reached'})")
+            raise Unsupported(f"time limit reached, or the solver gave up ({s.reason_unknown() or 'no time left'})")
         return m
 
     if solve(None) is None:
