@@ -239,6 +239,13 @@ CASES = Path(__file__).parent / "prove_cases"
     ("assume_ge", {"coverage": "PROVED", "predicates": "PROVED"}),
     # max(N - 5, 1): an intermediate is negative on intervals, so the unsigned encoding refuses
     ("g_maxneg2", {"grid": "UNKNOWN", "coverage": "UNKNOWN"}),
+    # the declared 128-bit vector is legal at N = 5 (the first sample: scalar accesses) but the
+    # model vectorizes at N = 8, where verify fails both checks: one encoded structure cannot
+    # stand for every N, so neither is PROVED
+    ("vec_width_varies", {"vectorize": "UNKNOWN", "coalescing": "UNKNOWN"}),
+    # threads: R with R in 1..2: the first sample has one thread, R = 2 a second one whose
+    # 128-bit access verify finds misaligned
+    ("threads_vary", {"vectorize": "UNKNOWN", "coalescing": "UNKNOWN"}),
 ])
 def test_attack_cases(name: str, want: dict[str, str]) -> None:
     from threadmap.spec.load import load_spec

@@ -364,6 +364,35 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
                     properties=[results[p] for p in PROPERTIES])
 
 
+#: values of each ranged size (from its minimum up) at which the tile-local structure is compared
+STRUCTURE_PROBES = 16
+
+
+def _structure_varies(loaded: LoadedSpec, model0: KernelModel) -> str | None:
+    """Where the tile-local structure (threads, partitions, vector widths, ...) differs from
+    the first sample's: at every sample and, per ranged size, at its smallest values and its
+    maximum (the others at the first sample's values).  The access properties encode that
+    structure once, so a difference leaves them UNKNOWN."""
+    ref = _fingerprint(model0)
+    envs: list[dict[str, int]] = [dict(e) for e in loaded.envs]
+    rel = SizeSpace(loaded).relations
+    for name, v in loaded.spec.sizes.items():
+        if isinstance(v, SizeRange):
+            vals = [x for x in range(v.min, min(v.max, v.min + STRUCTURE_PROBES * v.multiple_of) + 1)
+                    if x % v.multiple_of == 0] + [v.max - v.max % v.multiple_of]
+            envs += [{**loaded.envs[0], name: x} for x in vals]
+    for env in envs:
+        if not all(r.holds(env) for r in rel):
+            continue
+        try:
+            model = build_model(loaded, env)
+        except SpecError:
+            continue  # a size the spec refuses (the grid property reports those)
+        if _fingerprint(model) != ref:
+            return f"the tile-local structure changes with the sizes (at {env})"
+    return None
+
+
 def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, timeout_ms: int, deadline: float,
                     refuted: dict[str, PropertyResult], class_reason: str | None, class_s: float,
                     classes: int) -> dict[str, PropertyResult]:
@@ -371,11 +400,17 @@ def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, t
     failure at a class representative refutes too; shared sides (``vectorize``) and the
     spec's sector-ratio expectation need the classes or a per-instruction bound."""
     z = access_properties(loaded, space, model0, timeout_ms, deadline)
+    varies = _structure_varies(loaded, model0)
+    if varies is None and class_reason is not None and "structure changes" in class_reason:
+        varies = class_reason
     out = {}
     for prop in ACCESS_PROPERTIES:
         r = z[prop]
         if prop in refuted and r.status != "REFUTED":
             r = refuted[prop].model_copy(update={"seconds": class_s + r.seconds, "classes": classes})
+        elif r.status == "PROVED" and varies is not None:
+            r = r.model_copy(update={"status": "UNKNOWN", "worst": None,
+                                     "reason": f"{varies}: the encoding holds one structure"})
         elif r.status == "PROVED" and prop == "vectorize" and class_reason is not None and \
                 any(sd.memory == "shared" for sd in model0.sides()):
             r = r.model_copy(update={"status": "UNKNOWN",
