@@ -36,7 +36,8 @@ from hypothesis import strategies as st
 
 from threadmap.api import verify_spec
 from threadmap.errors import SpecError
-from threadmap.prove.run import REFUTING_CHECKS, fails_property, prove_loaded
+from threadmap.prove.run import REFUTING_CHECKS, fails_property, prove_isolated
+from threadmap.report.model import ProveRun
 from threadmap.spec.load import loads_spec
 
 #: the checks of ``verify`` whose failure refutes each property (aliasing is judged apart)
@@ -250,7 +251,13 @@ def check_one(text: str, rng: random.Random, k: int = 12) -> tuple[list[str], Co
     try:
         loaded = loads_spec(text, "yaml", "gen.yaml")
         t0 = time.perf_counter()
-        proof = {p.property: p for p in prove_loaded(loaded, 60).properties}
+        kind, got = prove_isolated(loaded, 60)
+        if kind == "internal":
+            return [f"internal error: {got}"], Counter({"internal error": 1})
+        if kind == "invalid":
+            raise SpecError(str(got))
+        assert isinstance(got, ProveRun)
+        proof = {p.property: p for p in got.properties}
         slow = time.perf_counter() - t0 > 30
     except SpecError:  # invalid at a sample (e.g. a 0-block grid): not a case of agreement
         return [], Counter({"invalid spec": 1})

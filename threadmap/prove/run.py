@@ -455,6 +455,27 @@ def _timed_out(loaded: LoadedSpec, timeout_s: float) -> ProveRun:
                                                reason=why) for p in PROPERTIES])
 
 
+def prove_isolated(loaded: LoadedSpec, timeout_s: float) -> tuple[str, ProveRun | str]:
+    """Prove one spec in a forked child, killed one second past ``timeout_s`` (a solver that
+    ignores its own limit is stopped, not waited for): ``("ok", run)``, or ``("invalid" |
+    "internal", message)``."""
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, loaded, timeout_s), daemon=True)
+    proc.start()
+    child.close()
+    if not parent.poll(timeout_s + 1):  # the child stops itself at the limit; a solver may not
+        proc.kill()
+        proc.join()
+        return "ok", _timed_out(loaded, timeout_s)
+    try:
+        kind, payload = parent.recv()
+    except EOFError:
+        kind, payload = "internal", f"{loaded.path}: internal error: the proving process died (exit {proc.exitcode})"
+    proc.join()
+    return kind, (ProveRun.model_validate_json(payload) if kind == "ok" else payload)
+
+
 def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) -> ProveReport:
     """Prove every spec under ``paths`` (files or directories), each in a child process
     stopped after ``timeout_s`` seconds."""
@@ -467,31 +488,18 @@ def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) ->
             files += spec_files([p])
         except SpecError as e:
             report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
-    ctx = mp.get_context("fork")
     for f in files:
         try:
             loaded = load_spec(f)
         except SpecError as e:
             report.errors.append(SpecErrorModel(path=str(f), message=str(e)))
             continue
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(child, loaded, timeout_s), daemon=True)
-        proc.start()
-        child.close()
-        got = parent.poll(timeout_s + 1)  # the child stops itself at the limit; a solver may not
-        if not got:
-            proc.kill()
-            proc.join()
-            report.runs.append(_timed_out(loaded, timeout_s))
-            continue
-        try:
-            kind, payload = parent.recv()
-        except EOFError:
-            kind, payload = "internal", f"{f}: internal error: the proving process died (exit {proc.exitcode})"
-        proc.join()
+        kind, payload = prove_isolated(loaded, timeout_s)
         if kind == "ok":
-            report.runs.append(ProveRun.model_validate_json(payload))
+            assert isinstance(payload, ProveRun)
+            report.runs.append(payload)
         else:
+            assert isinstance(payload, str)
             report.errors.append(SpecErrorModel(path=str(f), message=payload.splitlines()[0],
                                                 status="invalid" if kind == "invalid" else "internal"))
     return report
