@@ -456,7 +456,7 @@ def _timed_out(loaded: LoadedSpec, timeout_s: float) -> ProveRun:
 
 
 def prove_isolated(loaded: LoadedSpec, timeout_s: float) -> tuple[str, ProveRun | str]:
-    """Prove one spec in a forked child, killed one second past ``timeout_s`` (a solver that
+    """Prove one spec in a forked child, killed a few seconds past ``timeout_s`` (a solver that
     ignores its own limit is stopped, not waited for): ``("ok", run)``, or ``("invalid" |
     "internal", message)``."""
     ctx = mp.get_context("fork")
@@ -464,7 +464,8 @@ def prove_isolated(loaded: LoadedSpec, timeout_s: float) -> tuple[str, ProveRun 
     proc = ctx.Process(target=_child, args=(child, loaded, timeout_s), daemon=True)
     proc.start()
     child.close()
-    if not parent.poll(timeout_s + 1):  # the child stops itself at the limit; a solver may not
+    # the child stops itself at the limit (then reports what it decided); a solver may not
+    if not parent.poll(timeout_s + 5 + 0.05 * timeout_s):
         proc.kill()
         proc.join()
         return "ok", _timed_out(loaded, timeout_s)
