@@ -271,7 +271,14 @@ def check_one(text: str, rng: random.Random, k: int = 12) -> tuple[list[str], Co
             continue
         if p.status == "REFUTED":
             assert p.sizes is not None
-            run = verify_spec(loaded, sizes=p.sizes)[0]
+            try:
+                run = verify_spec(loaded, sizes=p.sizes)[0]
+            except SpecError:
+                # verify refuses the sizes (a 0-block grid): agreement iff grid is REFUTED too
+                if proof["grid"].status != "REFUTED":
+                    bad.append(f"{prop} REFUTED at {p.sizes}, which verify refuses, but grid is PROVED")
+                counts["REFUTED at an invalid launch (grid REFUTED too)"] += 1
+                continue
             if not fails_property(run, prop):
                 bad.append(f"{prop} REFUTED at {p.sizes} but verify passes there")
     for env in tried:
