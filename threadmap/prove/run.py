@@ -368,14 +368,14 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT) -> Prov
 STRUCTURE_PROBES = 16
 
 
-def _structure_varies(loaded: LoadedSpec, model0: KernelModel) -> str | None:
+def _structure_varies(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel) -> str | None:
     """Where the tile-local structure (threads, partitions, vector widths, ...) differs from
     the first sample's: at every sample and, per ranged size, at its smallest values and its
     maximum (the others at the first sample's values).  The access properties encode that
     structure once, so a difference leaves them UNKNOWN."""
     ref = _fingerprint(model0)
     envs: list[dict[str, int]] = [dict(e) for e in loaded.envs]
-    rel = SizeSpace(loaded).relations
+    rel = space.relations
     for name, v in loaded.spec.sizes.items():
         if isinstance(v, SizeRange):
             vals = [x for x in range(v.min, min(v.max, v.min + STRUCTURE_PROBES * v.multiple_of) + 1)
@@ -400,7 +400,7 @@ def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, t
     failure at a class representative refutes too; shared sides (``vectorize``) and the
     spec's sector-ratio expectation need the classes or a per-instruction bound."""
     z = access_properties(loaded, space, model0, timeout_ms, deadline)
-    varies = _structure_varies(loaded, model0)
+    varies = _structure_varies(loaded, space, model0)
     if varies is None and class_reason is not None and "structure changes" in class_reason:
         varies = class_reason
     out = {}
