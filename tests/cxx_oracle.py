@@ -11,29 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from threadmap.gpu.toolchain import cutlass_include, nvcc
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("THREADMAP_CXX_CACHE", ROOT / ".cxx_cache"))
-
-
-def cutlass_include() -> Path | None:
-    try:
-        import cutlass_library
-    except ImportError:
-        return None
-    inc = Path(cutlass_library.__file__).resolve().parent / "source" / "include"
-    return inc if (inc / "cute" / "tensor.hpp").exists() else None
-
-
-def nvcc() -> str | None:
-    return shutil.which("nvcc") or (
-        "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None
-    )
 
 
 def require_oracle() -> tuple[str, Path]:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import threadmap.layout as tl
-from tests.cxx_gen import cxx_obj, cxx_tuple
 from tests.cxx_oracle import rejected_by_header, run_print_batch
 from tests.test_layout_composed_dispatch import _must_be_layout, _out
 from threadmap.errors import ThreadmapError
+from threadmap.gpu.cxx import cxx_obj, cxx_tuple
 from threadmap.layout import ArithTuple, Dyn, Layout, ScaledBasis, _
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import threadmap.layout as tl
-from tests.cxx_gen import cxx_coord, cxx_obj, cxx_tuple
 from tests.cxx_oracle import rejected_by_header, run_print_batch
 from threadmap.errors import ThreadmapError
+from threadmap.gpu.cxx import cxx_coord, cxx_obj, cxx_tuple
 from threadmap.layout import (
     ComposedLayout,
     Layout,

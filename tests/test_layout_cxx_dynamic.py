@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 import threadmap.layout as tl
-from tests.cxx_gen import cxx_obj, cxx_tuple
 from tests.cxx_oracle import rejected_by_header, run_print_batch
 from threadmap.errors import LayoutError
+from threadmap.gpu.cxx import cxx_obj, cxx_tuple
 from threadmap.layout import Dyn, Layout
 from threadmap.layout.integral_constant import static_str
 

@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 import threadmap.layout as tl
-from tests.cxx_gen import cxx_coord, cxx_layout, cxx_step, cxx_tiler, cxx_value
 from tests.cxx_oracle import CACHE, PRELUDE, rejected_by_header, require_oracle, run_cxx
 from threadmap.errors import LayoutError
+from threadmap.gpu.cxx import cxx_coord, cxx_layout, cxx_step, cxx_tiler, cxx_value
 from threadmap.layout import (
     ArithTuple,
     GenRowMajor,

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from threadmap.errors import LayoutError, SwizzleError
+from threadmap.gpu.cxx import cxx_coord, cxx_layout, cxx_tiler
 from threadmap.layout import (
     GMMA_ELEMENT_BITS,
     ComposedLayout,
@@ -30,10 +31,8 @@ from threadmap.layout import (
 )
 
 try:
-    from tests.cxx_gen import cxx_coord, cxx_layout, cxx_tiler
     from tests.cxx_oracle import rejected_by_header, run_cxx
 except ImportError:  # pragma: no cover - run from inside tests/
-    from cxx_gen import cxx_coord, cxx_layout, cxx_tiler  # type: ignore[no-redef]
     from cxx_oracle import rejected_by_header, run_cxx  # type: ignore[no-redef]
 
 SEED = 20250917

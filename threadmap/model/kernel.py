@@ -418,7 +418,8 @@ class _Builder:
                 if tc.tiled_num_thr != threads:
                     raise self.fail((*path, "tiled_copy", "threads"), f"tiled copy has {tc.tiled_num_thr} "
                                                                       f"threads, but threads = {threads}")
-                part = tiled_copy_partition(tile, tc, which, threads)
+                part = replace(tiled_copy_partition(tile, tc, which, threads),
+                               maker=("tiled_copy", tc.atom.cxx_type, thr, val, which))
             elif side.thread_map is not None:
                 part = self.thread_map(path, side, tile, threads)
             elif side.mma is not None:
@@ -427,12 +428,13 @@ class _Builder:
                     atom = L.get_mma_atom(m.atom)
                 except ThreadmapError as ex:
                     raise self.fail((*path, "mma", "atom"), str(ex)) from None
-                mma = L.make_tiled_mma(atom, self.plain_layout(ps.layouts["mma.atom_layout"],
-                                                               (*path, "mma", "atom_layout"), "atom"))
+                atom_layout = self.plain_layout(ps.layouts["mma.atom_layout"], (*path, "mma", "atom_layout"), "atom")
+                mma = L.make_tiled_mma(atom, atom_layout)
                 if mma.size() != threads:
                     raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
                                                                    f"but threads = {threads}")
-                part = mma_partition(tile, mma, m.operand, threads)
+                part = replace(mma_partition(tile, mma, m.operand, threads),
+                               maker=("mma", atom.cxx_type, atom_layout, m.operand))
             else:
                 raise self.fail(path, "a tensor side needs a partition: threads, tiled_copy, thread_map "
                                       "or mma")

@@ -18,7 +18,7 @@ lane ``v % vec`` (see :class:`LocalPartition`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,10 @@ class LocalPartition:
 
     coord: np.ndarray
     vec: int
+    #: how the partition was made, for code that instantiates the real templates (the GPU
+    #: probe): ``("threads", thr_layout)``, ``("tiled_copy", copy_atom_type, thr, val, "src"|"dst")``,
+    #: ``("mma", mma_op_type, atom_layout, operand)``, ``("thread_map", thread_map, contiguous_mode)``
+    maker: tuple[Any, ...] | None = field(default=None, compare=False)
 
     @property
     def threads(self) -> int:
@@ -57,7 +61,7 @@ class LocalPartition:
         return int(self.coord.shape[2])
 
     def with_vec(self, vec: int) -> LocalPartition:
-        return LocalPartition(self.coord, vec)
+        return replace(self, vec=vec)
 
 
 def all_threads(part: Callable[[Any], Any], threads: int, rank: int) -> np.ndarray:
@@ -100,7 +104,8 @@ def _coords(p: Any, rank: int, threads: int) -> np.ndarray:
 def thread_layout_partition(tile: tuple[int, ...], thr: Any, threads: int) -> LocalPartition:
     """``local_partition(identity(tile), thr, t)``: one scalar access per value."""
     ident = L.make_identity_tensor(tile)
-    return LocalPartition(all_threads(lambda t: L.local_partition(ident, thr, t), threads, len(tile)), 1)
+    return LocalPartition(all_threads(lambda t: L.local_partition(ident, thr, t), threads, len(tile)), 1,
+                          ("threads", thr))
 
 
 def tiled_copy_partition(tile: tuple[int, ...], tc: Any, which: str, threads: int) -> LocalPartition:
@@ -134,7 +139,7 @@ def thread_map_partition(tm: Any, contiguous_mode: int) -> LocalPartition:
     epa = int(co.shape[-2])
     flat = co.reshape(co.shape[0], -1, 2)
     c = np.stack([flat[..., 1], flat[..., 0]], axis=-1) if contiguous_mode == 1 else flat.copy()
-    return LocalPartition(c.astype(np.int64), epa)
+    return LocalPartition(c.astype(np.int64), epa, ("thread_map", tm, contiguous_mode))
 
 
 def register_partition(threads: int, values: int, vec: int) -> LocalPartition:

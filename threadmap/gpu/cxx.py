@@ -1,4 +1,6 @@
-"""Turn threadmap int tuples, layouts, tilers and coordinates into CuTe C++ expressions.
+"""Turn threadmap int tuples, layouts, tilers, coordinates and spec expressions into C++.
+
+The GPU probe and the C++ oracle tests both spell threadmap objects with these functions.
 
 Every integer becomes a *static* ``Int<N>`` so that the header takes its static branches
 (threadmap treats every value as static).  Examples::
@@ -120,3 +122,65 @@ def _leaves(t: Any) -> list[Any]:
     if isinstance(t, tuple):
         return [y for x in t for y in _leaves(x)]
     return [t]
+
+
+#: helpers the emitted expressions call: the spec grammar's floor division and modulo
+#: (exact for negative operands too), ``ceil_div``, ``min`` and ``max``
+EXPR_HELPERS = """\
+#if defined(__CUDA_ARCH__)
+#define TM_UNROLL _Pragma("unroll")
+#else
+#define TM_UNROLL
+#endif
+CUTE_HOST_DEVICE constexpr long long tm_fdiv(long long a, long long b) {
+  return (a / b) - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
+}
+CUTE_HOST_DEVICE constexpr long long tm_fmod(long long a, long long b) { return a - tm_fdiv(a, b) * b; }
+CUTE_HOST_DEVICE constexpr long long tm_min(long long a, long long b) { return a < b ? a : b; }
+CUTE_HOST_DEVICE constexpr long long tm_max(long long a, long long b) { return a < b ? b : a; }
+"""
+
+def _ll(x: Any) -> str:
+    """An operand: integer literals become ``long long`` so no product of literals wraps."""
+    return f"{x}LL" if isinstance(x, int) else str(x)
+
+
+#: the spec grammar's operators as C++ text over ``long long`` (see :data:`EXPR_HELPERS`)
+CXX_OPS: dict[str, Any] = {
+    "+": lambda a, b: f"({_ll(a)} + {_ll(b)})",
+    "-": lambda a, b: f"({_ll(a)} - {_ll(b)})",
+    "*": lambda a, b: f"({_ll(a)} * {_ll(b)})",
+    "/": lambda a, b: f"tm_fdiv({_ll(a)}, {_ll(b)})",
+    "//": lambda a, b: f"tm_fdiv({_ll(a)}, {_ll(b)})",
+    "%": lambda a, b: f"tm_fmod({_ll(a)}, {_ll(b)})",
+    "neg": lambda a: f"(0LL - {_ll(a)})",
+    "ceil_div": lambda a, b: f"tm_fdiv({_ll(a)} + {_ll(b)} - 1LL, {_ll(b)})",
+    "min": lambda a, b: f"tm_min({_ll(a)}, {_ll(b)})",
+    "max": lambda a, b: f"tm_max({_ll(a)}, {_ll(b)})",
+}
+
+
+def cxx_expr(e: Any, env: dict[str, str]) -> str:
+    """A spec expression (:class:`threadmap.spec.expr.Expr`) as a C++ ``long long`` expression
+    with the grammar's floor semantics; ``env`` maps each name to its C++ spelling (a literal
+    such as ``1024LL`` or a variable)."""
+    return _ll(e.apply(env, CXX_OPS))
+
+
+def _tuple64(t: Any) -> str:
+    if isinstance(t, tuple):
+        return "cute::make_tuple(" + ",".join(_tuple64(x) for x in t) + ")"
+    return f"(long long)({int(t)}LL)"
+
+
+def cxx_tensor_layout(layout: Any, memory: str = "global") -> str:
+    """A tensor's layout as a C++ value: a plain layout with 64-bit dynamic shape and strides
+    (so offsets of large tensors cannot wrap a 32-bit ``Int``), anything else (a composed
+    swizzle layout of shared memory) fully static through :func:`cxx_obj`."""
+    if isinstance(layout, Layout) and all(isinstance(v, int) for v in _leaves(layout.stride)):
+        shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+        stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+        if not isinstance(layout.shape, tuple):
+            return f"make_layout({_tuple64(shape[0])},{_tuple64(stride[0])})"
+        return f"make_layout({_tuple64(shape)},{_tuple64(stride)})"
+    return cxx_obj(layout)

@@ -1,0 +1,347 @@
+"""``threadmap gpu``: probe specs with the real templates, on the device or on the host.
+
+Every spec of a run and every one of its size environments becomes one probe program; all of
+them go into ONE translation unit, so a run compiles once (nvcc takes seconds per CuTe
+instantiation set, not per spec) and CuPy's cache makes the next run's compile free.  Blocks:
+the whole grid when its records fit :data:`MAX_ROWS`, else the grid's corners, blocks on its
+last row/column/slice (the ragged edges) and a seeded sample of the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from threadmap.api import load, spec_files
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.gpu import device
+from threadmap.gpu.compare import diff_stage
+from threadmap.gpu.probe import ProbeProgram, StageProbe, expected, probe_program, run_host, translation_unit
+from threadmap.gpu.report import GpuReport, ModelProbe
+from threadmap.gpu.report import StageProbe as StageProbeReport
+from threadmap.gpu.toolchain import ARCHS, check_device
+from threadmap.model import KernelModel, build_model
+from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.simulate.engine import Simulator
+
+Where = Literal["auto", "host", "device"]
+
+#: records (block, thread, value) one stage's probe writes at most, per side of the machine
+MAX_ROWS = {"device": 1 << 24, "host": 1 << 20}
+
+
+def select_blocks(model: KernelModel, per_block: int, max_rows: int, seed: int = 0) -> np.ndarray:
+    """Linear block ids to probe: all when they fit, else corners, edge blocks and a sample."""
+    n = model.num_blocks
+    k = max(1, max_rows // max(1, per_block))
+    if n <= k:
+        return np.arange(n, dtype=np.int64)
+    gx, gy, gz = model.grid
+    rng = np.random.default_rng(seed)
+
+    def lin(x: Any, y: Any, z: Any) -> Any:
+        return x + gx * (y + gy * z)
+
+    picks = [lin(x, y, z) for x in {0, gx - 1} for y in {0, gy - 1} for z in {0, gz - 1}]
+    m = max(1, (k - len(picks)) // 4)
+    # the last column, row and slice: where the ragged edges of the tensors are
+    picks += list(lin(gx - 1, rng.integers(0, gy, m), rng.integers(0, gz, m)))
+    picks += list(lin(rng.integers(0, gx, m), gy - 1, rng.integers(0, gz, m)))
+    picks += list(lin(rng.integers(0, gx, m), rng.integers(0, gy, m), gz - 1))
+    out = np.unique(np.asarray(picks, dtype=np.int64))[:k]
+    while out.size < k:  # n > k: each round adds at least one new block with high probability
+        out = np.unique(np.concatenate([out, rng.integers(0, n, k - out.size, dtype=np.int64)]))
+    return out
+
+
+@dataclass
+class _Job:
+    path: str
+    model: KernelModel
+    program: ProbeProgram
+    probe: StageProbe
+    blocks: np.ndarray
+
+
+def _models(path: Path, sizes: Mapping[str, int] | None) -> list[KernelModel]:
+    loaded = load(path, sizes)
+    return [build_model(loaded, env) for env in loaded.envs]
+
+
+def probe(paths: Sequence[str | Path], *, where: Where = "auto", sizes: Mapping[str, int] | None = None,
+          max_rows: int | None = None, progress: Callable[[str], None] | None = None) -> GpuReport:
+    """Probe every spec under ``paths`` and diff it with the simulator (``threadmap gpu`` on the
+    host, or on a device without the behaviour runs)."""
+    report = GpuReport()
+    on = _where(where)
+    report.environment = device.environment() if on == "device" else {"where": "host"}
+    found: list[tuple[str, KernelModel, ProbeProgram]] = []
+    for f in _files(paths, report):
+        try:
+            found += [(str(f), m, probe_program(m)) for m in _models(f, sizes)]
+        except (SpecError, ThreadmapError) as e:
+            report.errors.append(_error(f, e))
+    _probe_into(report, found, on, max_rows or MAX_ROWS[on], None, progress)
+    return report
+
+
+def _files(paths: Sequence[str | Path], report: GpuReport) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        try:
+            files += spec_files([p])
+        except SpecError as e:
+            report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
+    return files
+
+
+def _error(f: Path | str, e: Exception) -> SpecErrorModel:
+    msg = str(e) if isinstance(e, SpecError) else f"{f}:1:1: (spec): {e}"
+    return SpecErrorModel(path=str(f), message=msg)
+
+
+def _probe_into(report: GpuReport, found: Sequence[tuple[str, KernelModel, ProbeProgram]], on: str, limit: int,
+                mod: Any, progress: Callable[[str], None] | None) -> None:
+    """Run the probes of ``found`` (on the host, or on the device with ``mod`` when given) and
+    append one ModelProbe per model to the report."""
+    jobs: list[_Job] = []
+    results: list[tuple[ModelProbe, list[_Job]]] = []
+    for path, m, prog in found:
+        mine = [_Job(path, m, prog, s, select_blocks(m, s.threads * s.values, limit)) for s in prog.stages]
+        mp = ModelProbe(spec=path, name=m.name, sizes=dict(m.env), grid=m.grid, blocks_total=m.num_blocks,
+                        blocks_probed=max((j.blocks.size for j in mine), default=0), where=on,  # type: ignore[arg-type]
+                        stages=[StageProbeReport(stage=i, name=_stage_name(m, i), line=m.stage_line(i),
+                                                 skipped=why) for i, why in prog.skipped])
+        jobs += mine
+        results.append((mp, mine))
+    if not jobs:
+        report.probes += [mp for mp, _ in results]
+        return
+    if progress:
+        progress(f"probing {len(results)} specs x sizes ({len(jobs)} stages) on the {on}")
+    t0 = time.perf_counter()
+    triples = [(j.program, j.probe, j.blocks) for j in jobs]
+    if on == "device":
+        outs, secs = device.run_probes(triples, mod)
+    else:
+        outs, secs = run_host(triples), [0.0] * len(jobs)
+    report.environment["probe_compile_and_run_s"] = round(time.perf_counter() - t0, 3)
+    by_job = {id(j): o for j, o in zip(jobs, outs)}
+    timing = {id(j): t for j, t in zip(jobs, secs)}
+    for mp, mine in results:
+        t1 = time.perf_counter()
+        sim = Simulator(mine[0].model) if mine else None
+        for j in mine:
+            want, real = expected(j.model, j.probe, j.blocks, sim)
+            mp.stages.append(diff_stage(j.model, j.probe, j.blocks, by_job[id(j)], want, real))
+            mp.bytes_written += by_job[id(j)].nbytes
+        mp.stages.sort(key=lambda s: s.stage)
+        mp.seconds = {"diff": round(time.perf_counter() - t1, 4)}
+        kt = sum(timing[id(j)] for j in mine)
+        if kt:
+            mp.seconds["kernel"] = round(kt, 6)
+        report.probes.append(mp)
+
+
+def _stage_name(m: KernelModel, i: int) -> str | None:
+    st = m.stages[i]
+    return None if isinstance(st, str) else st.name
+
+
+def _where(where: Where) -> Literal["host", "device"]:
+    if where == "host":
+        return "host"
+    ok, why = device.available()
+    if where == "device" and not ok:
+        raise device.NoDevice(why)
+    return "device" if ok else "host"
+
+
+def programs(paths: Sequence[str | Path], sizes: Mapping[str, int] | None = None) -> list[ProbeProgram]:
+    """The probe program of every spec and size environment under ``paths``."""
+    return [probe_program(m) for f in spec_files(paths) for m in _models(f, sizes)]
+
+
+def compile_only(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | None = None,
+                 archs: Sequence[str] = ARCHS) -> list[str]:
+    """Compile every generated kernel's device code for ``archs`` (one translation unit, no GPU
+    needed): code generation cannot rot unnoticed.  Returns lines to print."""
+    progs = programs(paths, sizes)
+    t0 = time.perf_counter()
+    obj = check_device(translation_unit(progs), archs)
+    n = sum(len(p.stages) for p in progs)
+    return [f"compiled {len(progs)} probe programs ({n} kernels) for {', '.join(archs)} in "
+            f"{time.perf_counter() - t0:.1f} s: {obj}"]
+
+
+# ----------------------------------------------------------------------------- the device suite
+
+
+@dataclass
+class Item:
+    """One spec at one size environment, with everything the device suite runs for it."""
+
+    path: str
+    model: KernelModel
+    probe: ProbeProgram
+    behaviour: Any             # BehaviourProgram | None
+    why_not: str | None        # why there is no behaviour kernel
+    verified: Any              # SpecRun: the verifier's predictions
+
+
+def build_programs(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | None = None,
+                   first_env: bool = False, errors: list[SpecErrorModel] | None = None,
+                   legal_map: Mapping[str, Mapping[str, bool]] | None = None) -> list[Item]:
+    """Probe and behaviour programs (and the verifier's run, for the predictions) of every spec
+    and size environment under ``paths``.  With ``legal_map`` (:func:`legal_map` of an earlier
+    build: what a profiled child process gets) the verifier is not run again and the sources
+    come out identical, so the compiled module is reused."""
+    from threadmap.api import verify_spec
+    from threadmap.gpu.behave import behaviour_program
+    from threadmap.gpu.probe import NotProbed
+    items: list[Item] = []
+    for f in spec_files(paths):
+        try:
+            ms = _models(f, sizes)
+            for m in ms[:1] if first_env else ms:
+                key = f"{f}|{json_sizes(m)}"
+                if legal_map is not None:
+                    run = None
+                    legal = {(int(k.split(":")[0]), k.split(":")[1]): v for k, v in legal_map.get(key, {}).items()}
+                else:
+                    run = verify_spec(m.loaded, sizes=m.env)[0]
+                    legal = {(r.stage, r.side): bool(r.summary.declared_legal) for r in run.results
+                             if r.check == "vectorize" and r.stage is not None and r.side is not None
+                             and hasattr(r.summary, "declared_legal")}
+                prog = probe_program(m)
+                try:
+                    beh, why = behaviour_program(m, prog, legal), None
+                except NotProbed as e:
+                    beh, why = None, str(e)
+                items.append(Item(str(f), m, prog, beh, why, run))
+        except (SpecError, ThreadmapError) as e:
+            if errors is None:
+                raise
+            errors.append(SpecErrorModel(path=str(f), message=str(e)))
+    return items
+
+
+def legal_map(items: Sequence[Item]) -> dict[str, dict[str, bool]]:
+    """Per item (``path|sizes``), the vector legality its behaviour kernel was built with."""
+    out: dict[str, dict[str, bool]] = {}
+    for it in items:
+        d = out.setdefault(f"{it.path}|{json_sizes(it.model)}", {})
+        for r in it.verified.results if it.verified is not None else []:
+            if r.check == "vectorize" and r.stage is not None and r.side is not None \
+                    and hasattr(r.summary, "declared_legal"):
+                d[f"{r.stage}:{r.side}"] = bool(r.summary.declared_legal)
+    return out
+
+
+def suite_source(items: Sequence[Item]) -> str:
+    """One translation unit: every probe, every behaviour kernel."""
+    return translation_unit([it.probe for it in items],
+                            device_only=[it.behaviour.source for it in items if it.behaviour is not None])
+
+
+#: the checks whose failure a behaviour run shows: lost, repeated or stray elements, wrong data
+VISIBLE = {"coverage", "grid_coverage", "predicates"}
+
+
+def _judge(it: Item, res: dict[str, Any], race: int | None) -> tuple[bool, str]:
+    """Whether a behaviour run agrees with the verifier at the same sizes (its failing checks;
+    the spec's expectation where there is no verifier run), and why."""
+    if it.verified is not None:
+        failing = set(it.verified.failing)
+    else:
+        exp = it.model.expect
+        failing = set(exp.failing_checks) if exp.verdict == "fail" else set()
+    if failing & VISIBLE:
+        return (not res["correct"]), ("fails as the verifier predicts" if not res["correct"] else
+                                      f"expected to fail ({', '.join(sorted(failing & VISIBLE))}) but ran correctly")
+    if "dataflow" in failing:
+        seen = [] if race is None else [f"racecheck: {race} hazards"]
+        seen.append("data wrong" if not res["correct"] else "data correct in this run")
+        ok = race is None or race > 0 or not res["correct"]
+        return ok, "race expected: " + ", ".join(seen)
+    return bool(res["correct"]), "correct" if res["correct"] else "wrong result"
+
+
+def suite(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | None = None, max_rows: int | None = None,
+          behaviour: bool = True, counters: bool = False, racecheck: bool = False,
+          progress: Callable[[str], None] | None = None) -> GpuReport:
+    """Everything on the device: probes, behaviour runs (correctness, coverage, time, GB/s),
+    and optionally Nsight Compute counters per stage and racecheck."""
+    from threadmap.gpu import execute
+    from threadmap.gpu.report import BehaviourRun
+    ok, why = device.available()
+    if not ok:
+        raise device.NoDevice(why)
+    report = GpuReport()
+    report.environment = device.environment()
+    files = _files(paths, report)
+    items = build_programs(files, sizes=sizes, errors=report.errors)
+    say = progress or (lambda m: None)
+    say(f"compiling {len(items)} probe and {sum(1 for i in items if i.behaviour)} behaviour programs")
+    t0 = time.perf_counter()
+    mod, cubin = execute.load(suite_source(items))
+    report.environment["compile_s"] = round(time.perf_counter() - t0, 2)
+    _probe_into(report, [(it.path, it.model, it.probe) for it in items], "device", max_rows or MAX_ROWS["device"],
+                mod, progress)
+    races: dict[str, int | None] = {}
+    if racecheck:
+        from threadmap.gpu.profile import racecheck as run_racecheck
+        say("compute-sanitizer racecheck: every behaviour kernel with shared memory, on 4 x 4 blocks")
+        try:
+            races, notes = run_racecheck(items, legal_map(items))
+            report.notes += notes
+        except Exception as e:  # noqa: BLE001 - a failed profiler run is a note, the rest still runs
+            report.notes.append(f"racecheck failed: {type(e).__name__}: {e}")
+    if behaviour:
+        bw = execute.copy_bandwidth()
+        report.environment["copy_gbps"] = round(bw, 1)
+        say(f"device copy bandwidth {bw:.0f} GB/s; running {len(items)} behaviour kernels")
+        for it in items:
+            br = BehaviourRun(spec=it.path, name=it.model.name, sizes=dict(it.model.env),
+                              expected=it.model.expect.verdict, expected_failing=list(it.model.expect.failing_checks))
+            if it.behaviour is None:
+                br.skipped = it.why_not
+                report.behaviour.append(br)
+                continue
+            try:
+                res = execute.run_behaviour(mod, it.model, it.behaviour)
+            except Exception as e:  # noqa: BLE001 - a device error in one spec is that spec's finding
+                br.skipped, br.agrees = f"device error: {type(e).__name__}: {e}", False
+                report.behaviour.append(br)
+                continue
+            race = races.get(it.behaviour.uid)
+            agrees, note = _judge(it, res, race)
+            br = br.model_copy(update=dict(
+                correct=res["correct"], missing=res["missing"], duplicates=res["duplicates"], stray=res["stray"],
+                wrong=res["wrong"], checked=res["checked"], first=res["first"], agrees=agrees, note=note,
+                race_hazards=race, time_s=res["time_s"], bytes=res["bytes"], gbps=round(res["gbps"], 2),
+                of_copy_bandwidth=round(res["gbps"] / bw, 4) if bw else None))
+            report.behaviour.append(br)
+    if counters:
+        from threadmap.gpu.profile import stage_counters
+        first: dict[str, Item] = {}
+        for it in items:
+            first.setdefault(it.path, it)
+        n = sum(len(i.behaviour.stages) for i in first.values() if i.behaviour is not None)
+        say(f"Nsight Compute: {n} stage kernels")
+        try:
+            report.counters, notes = stage_counters(items, list(first.values()), cubin, legal_map(items))
+            report.notes += notes
+        except Exception as e:  # noqa: BLE001 - a failed profiler run is a note, the rest still runs
+            report.notes.append(f"ncu failed: {type(e).__name__}: {e}")
+    return report
+
+
+def json_sizes(m: KernelModel) -> str:
+    import json
+    return json.dumps(dict(sorted(m.env.items())))

@@ -1,0 +1,178 @@
+"""Where the compilers and headers are, and how programs are built and cached.
+
+The CUTLASS/CuTe headers come from the PyPI package ``nvidia-cutlass``
+(``cutlass_library/source/include``); nvcc from ``PATH`` or ``/usr/local/cuda``.  Host programs
+are compiled as plain C++ (``nvcc -x c++ -std=c++17``) and cached by the hash of their source
+and flags under :func:`cache_dir`; device code is compiled by CuPy (its own cache, keyed by
+source and options) or, without a GPU, checked with ``nvcc -x cu`` for each architecture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from threadmap.errors import ThreadmapError
+
+#: options every compile of the headers needs (CuTe is C++17; its constexpr helpers are
+#: called from device code)
+CXX_STD = "-std=c++17"
+DEVICE_OPTIONS = (CXX_STD, "--expt-relaxed-constexpr", "-w")
+#: the architectures CI compiles the generated kernels for (Ampere, Hopper)
+ARCHS = ("sm_80", "sm_90")
+
+
+class ToolchainError(ThreadmapError):
+    """nvcc, the headers or CuPy are missing or a compile failed."""
+
+
+def include_dir() -> Path:
+    """The folder holding ``threadmap_probe.h`` (``threadmap gpu --include-dir``)."""
+    return Path(__file__).resolve().parent / "include"
+
+
+def cutlass_include() -> Path | None:
+    """The CUTLASS/CuTe include folder: ``$THREADMAP_CUTLASS_INCLUDE``, else the installed
+    ``nvidia-cutlass`` package's (found without importing it: only its headers are used)."""
+    env = os.environ.get("THREADMAP_CUTLASS_INCLUDE")
+    if env:
+        inc = Path(env)
+    else:
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+    return inc if (inc / "cute" / "tensor.hpp").exists() else None
+
+
+def nvcc() -> str | None:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for p in ("/usr/local/cuda/bin/nvcc",):
+        if Path(p).exists():
+            return p
+    return None
+
+
+def require() -> tuple[str, Path]:
+    """nvcc and the CUTLASS include folder, or a ToolchainError saying which is missing."""
+    exe = nvcc()
+    if exe is None:
+        raise ToolchainError("nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
+    inc = cutlass_include()
+    if inc is None:
+        raise ToolchainError("the CUTLASS headers are missing: pip install nvidia-cutlass")
+    return exe, inc
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("THREADMAP_CACHE", Path.home() / ".cache" / "threadmap"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def cutlass_version(inc: Path) -> str:
+    """``major.minor.patch`` from ``cutlass/version.h`` (part of every cache key)."""
+    import re
+    try:
+        text = (inc / "cutlass" / "version.h").read_text()
+    except OSError:
+        return "?"
+    got = dict(re.findall(r"#define CUTLASS_(MAJOR|MINOR|PATCH) (\d+)", text))
+    return ".".join(got.get(k, "?") for k in ("MAJOR", "MINOR", "PATCH"))
+
+
+def _key(source: str, flags: Sequence[str], inc: Path) -> str:
+    """A cache key of a compile: the source, the flags (include folders left out: the same
+    headers may sit elsewhere on another machine) and the CUTLASS version."""
+    kept = [f for f in flags if not f.startswith("-I")]
+    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc)]).encode()).hexdigest()[:24]
+
+
+def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"{what}: nvcc ran past {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        raise ToolchainError(f"{what} failed:\n{proc.stderr[-6000:]}")
+
+
+def build_host(source: str, *, defines: Sequence[str] = (), opt: str = "-O1", archs: Sequence[str] = ()) -> Path:
+    """Compile ``source`` as a host program against the headers; the cached binary.  With
+    ``archs`` the source is compiled as CUDA (``-x cu``) for those architectures as well, so
+    one compile both checks the device code and gives the host program."""
+    exe, inc = require()
+    flags = [CXX_STD, opt, "-w", f"-I{inc}", f"-I{include_dir()}", *(f"-D{d}" for d in defines)]
+    if archs:
+        flags += ["--expt-relaxed-constexpr", *(f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs)]
+    key = _key(source, flags, inc)
+    binary = cache_dir() / f"host_{key}"
+    if binary.exists():
+        return binary
+    cu = cache_dir() / f"host_{key}.{'cu' if archs else 'cpp'}"
+    cu.write_text(source)
+    tmp = cache_dir() / f"host_{key}.tmp{os.getpid()}"
+    _run([exe, *flags, "-x", "cu" if archs else "c++", str(cu), "-o", str(tmp)],
+         f"compiling {cu}" + (f" for {', '.join(archs)}" if archs else ""))
+    tmp.replace(binary)
+    return binary
+
+
+def check_device(source: str, archs: Sequence[str] = ARCHS) -> Path:
+    """Compile ``source``'s device code for every architecture (``-x cu``; no GPU needed);
+    cached by hash.  Returns the object file."""
+    exe, inc = require()
+    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    flags = [*DEVICE_OPTIONS, f"-I{inc}", f"-I{include_dir()}", *gencode]
+    key = _key(source, flags, inc)
+    obj = cache_dir() / f"dev_{key}.o"
+    if obj.exists():
+        return obj
+    cu = cache_dir() / f"dev_{key}.cu"
+    cu.write_text(source)
+    tmp = cache_dir() / f"dev_{key}.tmp{os.getpid()}.o"
+    _run([exe, *flags, "-x", "cu", "-c", str(cu), "-o", str(tmp)], f"compiling {cu} for {', '.join(archs)}")
+    tmp.replace(obj)
+    return obj
+
+
+def build_cubin(source: str, arch: str) -> Path:
+    """``source`` compiled to a cubin for one architecture (``sm_90``), cached by hash: CuPy
+    loads it, cuobjdump reads its SASS."""
+    exe, inc = require()
+    flags = [*DEVICE_OPTIONS, "-lineinfo", f"-I{inc}", f"-I{include_dir()}", f"-arch={arch}"]
+    key = _key(source, flags, inc)
+    out = cache_dir() / f"cubin_{key}.cubin"
+    if out.exists():
+        return out
+    cu = cache_dir() / f"cubin_{key}.cu"
+    cu.write_text(source)
+    tmp = cache_dir() / f"cubin_{key}.tmp{os.getpid()}.cubin"
+    _run([exe, *flags, "-x", "cu", "--cubin", str(cu), "-o", str(tmp)], f"compiling {cu} for {arch}")
+    tmp.replace(out)
+    return out
+
+
+def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
+    """The access widths (bits) of a kernel's global and shared loads and stores in its SASS
+    (``cuobjdump -sass``): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent."""
+    import re
+
+    exe = shutil.which("cuobjdump") or (str(Path(nvcc() or "").parent / "cuobjdump") if nvcc() else None)
+    if not exe or not Path(exe).exists():
+        return {}
+    proc = subprocess.run([exe, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, timeout=600)
+    out: dict[str, set[int]] = {}
+    for m in re.finditer(r"\b(LDG|STG|LDS|STS)((?:\.[A-Z0-9_]+)*)", proc.stdout):
+        tokens = set(m.group(2).split("."))
+        bits = 128 if "128" in tokens else 64 if "64" in tokens else 16 if tokens & {"U16", "S16"} else \
+            8 if tokens & {"U8", "S8"} else 32
+        out.setdefault(m.group(1), set()).add(bits)
+    return {k: sorted(v) for k, v in out.items()}
