@@ -507,7 +507,7 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
 @click.argument("paths", nargs=-1)
 @click.option("--where", type=click.Choice(("auto", "device", "host")), default="auto", show_default=True,
               help="run the probe on the GPU (CuPy) or, compiled as C++, on the host; auto: the GPU if there is one")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "markdown")), default="table", show_default=True)
 @click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
 @click.option("--json", "json_path", default=None, help="also write the JSON report to this file")
 @click.option("--sizes", default=None, help="set named sizes, e.g. --sizes M=1000,N=62")
@@ -583,6 +583,9 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output: str | None, js
         con.print(probe_summary(report))
         if output:
             write(buf.getvalue())
+    elif fmt == "markdown":
+        from threadmap.gpu.formats import to_markdown
+        write(to_markdown(report))
     else:
         write(report.model_dump_json(indent=1))
     if write_json:

@@ -38,7 +38,7 @@ def render_probe(report: GpuReport, console: Any) -> None:
             mm = "[yellow]not probed[/yellow]" if s.skipped else (
                 "[green]0[/green]" if s.mismatches == 0 else f"[red]{s.mismatches}[/red]")
             kern = p.seconds.get("kernel")
-            t.add_row(escape(printable(p.name[:60])) if first else "", _sizes(p.sizes) if first else "",
+            t.add_row(escape(printable(p.spec)) if first else "", _sizes(p.sizes) if first else "",
                       f"{s.stage} {escape(printable(s.name or ''))}"[:40],
                       f"{p.blocks_probed}/{p.blocks_total}" if first else "", str(s.rows), mm,
                       f"{kern * 1e3:.2f} ms" if kern and first else "")
@@ -141,3 +141,46 @@ def render_log_diff(d: LogDiff, console: Any) -> None:
         what = {"moved": f"logged {f.log}, simulated {f.simulated}", "missing": f"simulated {f.simulated} not logged",
                 "extra": f"logged {f.log} not simulated"}[f.kind]
         console.print(f"[red]{loc}{f.kind}: stage {f.stage} block {f.block} thread {f.thread}{it}{va}: {what}[/red]")
+
+
+def to_markdown(report: GpuReport) -> str:
+    """The report as Markdown tables: the environment, the probes, the behaviour runs and the
+    counters (what docs/hardware.md holds)."""
+    env = report.environment
+    out = ["| GPU | driver | CUDA runtime | CuPy | nvcc | copy bandwidth |", "|---|---|---|---|---|---|",
+           f"| {env.get('gpu', 'host')} (sm {env.get('compute_capability', '-')}, {env.get('sm_count', '-')} SMs) | "
+           f"{env.get('driver', '-')} | {env.get('cuda_runtime', '-')} | {env.get('cupy', '-')} | "
+           f"{env.get('nvcc', '-')} | {env.get('copy_gbps', '-')} GB/s |", ""]
+    out += ["### Probes", "",
+            "| spec | sizes | stages | blocks probed | records | mismatches | kernel | GB/s written |",
+            "|---|---|---|---|---|---|---|---|"]
+    for p in report.probes:
+        k = p.seconds.get("kernel")
+        out.append(f"| `{p.spec}` | {_sizes(p.sizes)} | {len(p.stages)} | {p.blocks_probed}/{p.blocks_total} | "
+                   f"{sum(s.rows for s in p.stages)} | {p.mismatches} | {f'{k * 1e6:.1f} us' if k else '-'} | "
+                   f"{f'{p.bytes_written / k / 1e9:.0f}' if k else '-'} |")
+    out += ["", "### Behaviour", "",
+            "| spec | sizes | result | verifier | agrees | racecheck | time | GB/s | of copy |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for b in report.behaviour:
+        res = b.skipped or ("correct" if b.correct else
+                            f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}")
+        out.append(f"| `{b.spec}` | {_sizes(b.sizes)} | {res} | {b.note} | {'yes' if b.agrees else 'NO'} | "
+                   f"{'-' if b.race_hazards is None else b.race_hazards} | "
+                   f"{f'{b.time_s * 1e6:.1f} us' if b.time_s else '-'} | {f'{b.gbps:.0f}' if b.gbps else '-'} | "
+                   f"{f'{b.of_copy_bandwidth:.1%}' if b.of_copy_bandwidth else '-'} |")
+    out += ["", "### Counters", "",
+            "| spec | stage | side | metric | predicted | measured | concurrent | in stage | bits (source / SASS) | "
+            "stage time | agrees |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f3(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+    for c in report.counters:
+        for sd in c.sides:
+            metric = "sectors/request" if sd.metric == "sectors_per_request" else "wavefronts/instruction"
+            ag = "yes" if sd.agrees else "NO" if sd.agrees is False else f"n/a: {sd.note}"
+            out.append(f"| `{c.spec}` | {c.stage} | {sd.side} {sd.memory} {sd.op} | {metric} | {f3(sd.predicted)} | "
+                       f"{f3(sd.measured)} | {f3(sd.measured_concurrent)} | {f3(sd.measured_in_stage)} | "
+                       f"{sd.source_bits} / {','.join(map(str, sd.sass_bits)) or '-'} | "
+                       f"{f'{c.time_s * 1e6:.1f} us' if c.time_s else '-'} | {ag} |")
+    return "\n".join(out) + "\n"
