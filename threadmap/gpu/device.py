@@ -59,6 +59,14 @@ def environment() -> dict[str, Any]:
         env["nvcc"] = out.strip().splitlines()[-1] if out.strip() else "?"
     except (ThreadmapError, OSError, subprocess.SubprocessError):
         env["nvcc"] = "not found"
+    from threadmap.gpu.profile import _tool
+    for name in ("ncu", "compute-sanitizer"):
+        tool = _tool(name)
+        try:
+            out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout if tool else ""
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        env[name] = out.strip().splitlines()[-1] if out.strip() else "not found"
     return env
 
 

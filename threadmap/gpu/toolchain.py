@@ -104,60 +104,52 @@ def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:
         raise ToolchainError(f"{what} failed:\n{proc.stderr[-6000:]}")
 
 
+def _cached(kind: str, ext: str, source: str, flags: list[str], mode: list[str], what: str) -> Path:
+    """Compile ``source`` with ``nvcc flags mode SRC -o OUT`` once; later calls with the same
+    source, flags and headers return the cached output (written atomically)."""
+    exe, inc = require()
+    key = _key(source, flags, inc)
+    out = cache_dir() / f"{kind}_{key}{ext}"
+    if out.exists():
+        return out
+    src = cache_dir() / f"{kind}_{key}.{'cpp' if mode[:2] == ['-x', 'c++'] else 'cu'}"
+    src.write_text(source)
+    tmp = cache_dir() / f"{kind}_{key}.tmp{os.getpid()}{ext}"
+    _run([exe, *flags, *mode, str(src), "-o", str(tmp)], f"compiling {src}{what}")
+    tmp.replace(out)
+    return out
+
+
+def _gencode(archs: Sequence[str]) -> list[str]:
+    return [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+
+
 def build_host(source: str, *, defines: Sequence[str] = (), opt: str = "-O1", archs: Sequence[str] = ()) -> Path:
     """Compile ``source`` as a host program against the headers; the cached binary.  With
     ``archs`` the source is compiled as CUDA (``-x cu``) for those architectures as well, so
     one compile both checks the device code and gives the host program."""
-    exe, inc = require()
+    _, inc = require()
     flags = [CXX_STD, opt, "-w", f"-I{inc}", f"-I{include_dir()}", *(f"-D{d}" for d in defines)]
     if archs:
-        flags += ["--expt-relaxed-constexpr", *(f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs)]
-    key = _key(source, flags, inc)
-    binary = cache_dir() / f"host_{key}"
-    if binary.exists():
-        return binary
-    cu = cache_dir() / f"host_{key}.{'cu' if archs else 'cpp'}"
-    cu.write_text(source)
-    tmp = cache_dir() / f"host_{key}.tmp{os.getpid()}"
-    _run([exe, *flags, "-x", "cu" if archs else "c++", str(cu), "-o", str(tmp)],
-         f"compiling {cu}" + (f" for {', '.join(archs)}" if archs else ""))
-    tmp.replace(binary)
-    return binary
+        flags += ["--expt-relaxed-constexpr", *_gencode(archs)]
+    return _cached("host", "", source, flags, ["-x", "cu" if archs else "c++"],
+                   f" for {', '.join(archs)}" if archs else "")
 
 
 def check_device(source: str, archs: Sequence[str] = ARCHS) -> Path:
     """Compile ``source``'s device code for every architecture (``-x cu``; no GPU needed);
     cached by hash.  Returns the object file."""
-    exe, inc = require()
-    gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
-    flags = [*DEVICE_OPTIONS, f"-I{inc}", f"-I{include_dir()}", *gencode]
-    key = _key(source, flags, inc)
-    obj = cache_dir() / f"dev_{key}.o"
-    if obj.exists():
-        return obj
-    cu = cache_dir() / f"dev_{key}.cu"
-    cu.write_text(source)
-    tmp = cache_dir() / f"dev_{key}.tmp{os.getpid()}.o"
-    _run([exe, *flags, "-x", "cu", "-c", str(cu), "-o", str(tmp)], f"compiling {cu} for {', '.join(archs)}")
-    tmp.replace(obj)
-    return obj
+    _, inc = require()
+    flags = [*DEVICE_OPTIONS, f"-I{inc}", f"-I{include_dir()}", *_gencode(archs)]
+    return _cached("dev", ".o", source, flags, ["-x", "cu", "-c"], f" for {', '.join(archs)}")
 
 
 def build_cubin(source: str, arch: str) -> Path:
     """``source`` compiled to a cubin for one architecture (``sm_90``), cached by hash: CuPy
     loads it, cuobjdump reads its SASS."""
-    exe, inc = require()
+    _, inc = require()
     flags = [*DEVICE_OPTIONS, "-lineinfo", f"-I{inc}", f"-I{include_dir()}", f"-arch={arch}"]
-    key = _key(source, flags, inc)
-    out = cache_dir() / f"cubin_{key}.cubin"
-    if out.exists():
-        return out
-    cu = cache_dir() / f"cubin_{key}.cu"
-    cu.write_text(source)
-    tmp = cache_dir() / f"cubin_{key}.tmp{os.getpid()}.cubin"
-    _run([exe, *flags, "-x", "cu", "--cubin", str(cu), "-o", str(tmp)], f"compiling {cu} for {arch}")
-    tmp.replace(out)
-    return out
+    return _cached("cubin", ".cubin", source, flags, ["-x", "cu", "--cubin"], f" for {arch}")
 
 
 def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
