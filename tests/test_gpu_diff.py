@@ -4,6 +4,7 @@ malformed and interleaved lines; errors exit 2 with the reason, never a tracebac
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -144,3 +145,119 @@ def test_cli_diff(tmp_path: Path) -> None:
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
     r = _cli("gpu", "--include-dir")
     assert r.returncode == 0 and (Path(r.stdout.strip()) / "threadmap_probe.h").exists()
+
+
+def test_logs_in_other_encodings_and_line_ends(tmp_path: Path) -> None:
+    m = _model()
+    lines = simulated_log(m, np.array([4]))
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "u16.log").write_text(text, encoding="utf-16")
+    (tmp_path / "cr.log").write_bytes(text.replace("\n", "\r").encode())
+    (tmp_path / "crlf.log").write_bytes(text.replace("\n", "\r\n").encode())
+    for name in ("u16.log", "cr.log", "crlf.log"):
+        d = diff_log(m, tmp_path / name)
+        assert d.ok and d.matched == len(lines), name
+
+
+def test_what_is_not_a_log_is_refused(tmp_path: Path) -> None:
+    m = _model()
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "noise.log").write_bytes(bytes(range(256)) * 10)
+    (tmp_path / "dir").mkdir()
+    for name, msg in [("empty.log", "no record"), ("noise.log", "no record"), ("dir", "is a directory"),
+                      ("missing.log", "cannot read")]:
+        with pytest.raises(LogError, match=msg):
+            diff_log(m, tmp_path / name)
+    with pytest.raises(LogError, match="not a regular file or a pipe"):
+        diff_log(m, Path("/dev/zero"))
+    # a FIFO nobody writes to reads as empty: refused at once, not waited on
+    os.mkfifo(tmp_path / "fifo")
+    r = subprocess.run([sys.executable, "-m", "threadmap.cli", "diff", str(SPEC), str(tmp_path / "fifo")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no record" in r.stderr
+
+
+def test_an_overlong_line_is_malformed_not_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = _model()
+    lines = simulated_log(m, np.array([0]))
+    monkeypatch.setattr(L, "MAX_LINE", 1000)
+    glued = " ".join(lines[:40])  # about 2.4 KB: longer than the limit
+    d = diff_log(m, _write(tmp_path, [glued] + lines[40:]))
+    assert d.malformed_count == 1 and "longer than 1000" in d.malformed[0].why and d.missing == 40
+
+
+def test_blocks_and_stages_the_log_leaves_out_are_missing(tmp_path: Path) -> None:
+    m = _model()
+    lines = simulated_log(m, np.array([1, 2]))
+    no_store = [x for x in lines if not x.startswith("TM stage=2 block=2,0,0")]
+    d = diff_log(m, _write(tmp_path, no_store))
+    assert d.missing == len(lines) - len(no_store) > 0 and d.matched == len(no_store)
+    d = diff_log(m, _write(tmp_path, lines), whole_grid=True)
+    assert d.blocks == m.num_blocks and d.missing == 2 * 256 * (m.num_blocks - 2)
+
+
+def test_records_without_a_value_match_beside_full_ones(tmp_path: Path) -> None:
+    m = _model(RAGGED)
+    lines = simulated_log(m, np.array([0]))
+    mixed = [re.sub(r"value=\d+", "value=-1", x) if i % 2 else x for i, x in enumerate(lines)]
+    d = diff_log(m, _write(tmp_path, mixed))
+    assert d.ok and d.matched == len(lines)
+    d = diff_log(m, _write(tmp_path, lines + lines[:3]))
+    assert d.extra == 3 and {f.why for f in d.findings} == {"printed again"}
+
+
+def test_custom_fields_are_checked(tmp_path: Path) -> None:
+    m = _model(RAGGED)
+    regex = r"t=(?P<tid>\d*) bx=(?P<bx>-?\d+) c=(?P<coord>\S*)"
+    log = _write(tmp_path, ["t=1 bx=-5 c=0,4", "t= bx=0 c=0,4", "t=1 bx=0 c=0,", "t=999 bx=0 c=0,4", "t=1 bx=0 c=0,4"])
+    d = diff_log(m, log, pattern=regex)
+    assert d.malformed_count == 4 and d.records == 1
+    whys = " ".join(x.why for x in d.malformed)
+    assert "outside" in whys and "empty" in whys and "999" in whys
+    bad_stage = _write(tmp_path, [x.replace("stage=0", "stage=-1") for x in simulated_log(m, np.array([0]))[:5]])
+    assert diff_log(m, bad_stage).malformed_count == 5
+
+
+def test_a_pattern_that_would_explode_is_refused() -> None:
+    with pytest.raises(LogError, match="nested counted repetitions"):
+        L.compile_pattern(r"(?P<tid>((((a{100}){100}){100}){100}))(?P<coord>\d+)")
+    with pytest.raises(LogError, match="empty"):
+        L.compile_pattern("  ")
+    assert L._repeat_product(r"(?P<tid>\d{1,3}) (?P<coord>[0-9]{2})") == 3
+
+
+def test_the_header_compiles_in_every_form(tmp_path: Path) -> None:
+    from threadmap.gpu.toolchain import ToolchainError, check_device
+    src = (ROOT / "tests/gpu/probe_macros.cu").read_text()
+    try:
+        for text in (src, "#define THREADMAP_PROBE_OFF\n" + src):
+            assert check_device(text).exists()
+    except ToolchainError as e:
+        if "not found" in str(e) or "missing" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+def test_cli_gpu_usage_and_a_damaged_cache(tmp_path: Path) -> None:
+    spec = str(ROOT / "specs/mma/sm80_8x8x4_f64f64f64f64_tn.yaml")
+    for args, msg in [(("--include-dir", spec), "takes no spec paths"),
+                      ((spec, "-o", str(tmp_path / "r"), "--json", str(tmp_path / "r")), "the same file")]:
+        r = _cli("gpu", *args)
+        assert r.returncode == 2 and msg in r.stderr, r.stderr
+    env = {**os.environ, "THREADMAP_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host", "--format", "json"],
+                       capture_output=True, text=True, timeout=900, env=env)
+    if r.returncode == 2 and ("nvcc" in r.stderr or "CUTLASS" in r.stderr):
+        pytest.skip(r.stderr)
+    assert r.returncode == 0 and json.loads(r.stdout)["probes"][0]["stages"][0]["mismatches"] == 0, r.stderr
+    for b in (tmp_path / "cache").glob("host_*"):
+        if not b.suffix:
+            b.write_bytes(b"not a program")  # a damaged cached binary is rebuilt, not trusted
+    r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host"],
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "file").write_text("x")
+    r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host"],
+                       capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "THREADMAP_CACHE": str(tmp_path / "file")})
+    assert r.returncode == 2 and "not a usable directory" in r.stderr

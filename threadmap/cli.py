@@ -97,6 +97,8 @@ def _parse_sizes(text: str | None) -> dict[str, int] | None:
         if not eq or not name.isidentifier() or not val.isascii() or not val.isdigit() or len(val) > 19:
             raise UsageError(f"--sizes expects NAME=INTEGER pairs separated by commas, e.g. M=1000,N=62; "
                              f"got {part.strip()!r}")
+        if name in out:
+            raise UsageError(f"--sizes gives {name} twice")
         out[name] = int(val)
     return out
 
@@ -118,7 +120,7 @@ def _output(path: str | None, inputs: list[Path], flag: str = "-o") -> Callable[
         target = p.resolve()
         for i in inputs:
             if i.exists() and i.resolve() == target:
-                raise UsageError(f"{flag} {shown} would overwrite the input spec {_path_text(str(i))}")
+                raise UsageError(f"{flag} {shown} would overwrite the input {_path_text(str(i))}")
     except OSError as e:
         raise UsageError(f"{flag} {shown}: {e.strerror or e}") from None
 
@@ -545,20 +547,28 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output: str | None, js
     from threadmap.gpu.toolchain import include_dir as inc_dir
 
     if include_dir:
+        if paths:
+            raise UsageError("--include-dir takes no spec paths")
         click.echo(str(inc_dir()))
         return
     if not paths:
         raise UsageError("give spec files or directories (or --include-dir)")
+    if output and json_path and Path(output).resolve() == Path(json_path).resolve():
+        raise UsageError("-o and --json name the same file")
     files, missing = _targets(paths)
     write = _output(output, files)
     write_json = _output(json_path, files, "--json") if json_path else None
     if compile_only:
         from threadmap.gpu.run import compile_only as compile_kernels
-        for line in compile_kernels([str(f) for f in files], sizes=_parse_sizes(sizes)):
-            click.echo(line)
         for bad in missing:
             click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
-        sys.exit(2 if missing else 0)
+        if missing:
+            sys.exit(2)
+        done = compile_kernels([str(f) for f in files], sizes=_parse_sizes(sizes))
+        write(json.dumps(done, indent=1) if fmt == "json" else done["summary"])
+        if write_json:
+            write_json(json.dumps(done, indent=1))
+        return
     from threadmap.gpu.device import available
     from threadmap.gpu.run import suite
 
@@ -609,10 +619,12 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output: str | None, js
 @click.option("--side", type=click.Choice(("auto", "src", "dst")), default="auto", show_default=True,
               help="whose coordinates the log prints (auto: the global-memory side)")
 @click.option("--sizes", default=None, help="the sizes the kernel ran with, e.g. --sizes M=1000,N=62")
+@click.option("--grid", "whole_grid", is_flag=True,
+              help="expect every block of the grid in the log (default: the blocks the log names)")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
 def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | None, stage: int | None,
-             side: str, sizes: str | None, fmt: str, output: str | None) -> None:
+             side: str, sizes: str | None, whole_grid: bool, fmt: str, output: str | None) -> None:
     """Diff the coordinates a kernel printed (threadmap_probe.h) with the simulation.
 
     \b
@@ -622,6 +634,8 @@ def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | N
 
     Reports, per thread, coordinates that moved (same thread, instruction and value, other
     place), are missing from the log, or are extra; malformed lines with their numbers.
+    Compared: the stages the log names, over every block it names in any stage (--grid:
+    every block), so a block or thread that printed nothing shows as missing accesses.
     Exit status: 0 the log matches, 1 differences, 2 invalid spec, log or usage, 3 internal
     error.  Needs no GPU.
     """
@@ -633,7 +647,7 @@ def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | N
     write = _output(output, [Path(spec_path), Path(log_path)])
     model = load_model(spec_path, _parse_sizes(sizes))
     d = diff_log(model, Path(log_path), pattern=pattern, marker=marker, stage=stage,
-                 side=None if side == "auto" else side)
+                 side=None if side == "auto" else side, whole_grid=whole_grid)
     if fmt == "table":
         buf = io.StringIO()
         con = Console(highlight=False, file=buf if output else None, width=None if not output else 160)

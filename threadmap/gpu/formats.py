@@ -143,6 +143,12 @@ def render_log_diff(d: LogDiff, console: Any) -> None:
         console.print(f"[red]{loc}{f.kind}: stage {f.stage} block {f.block} thread {f.thread}{it}{va}: {what}[/red]")
 
 
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: control characters shown escaped, pipes and backticks
+    escaped."""
+    return printable(str(text)).replace("|", "\\|").replace("`", "\\`")
+
+
 def to_markdown(report: GpuReport) -> str:
     """The report as Markdown tables: the environment, the probes, the behaviour runs and the
     counters (what docs/hardware.md holds)."""
@@ -156,7 +162,7 @@ def to_markdown(report: GpuReport) -> str:
             "|---|---|---|---|---|---|---|---|"]
     for p in report.probes:
         k = p.seconds.get("kernel")
-        out.append(f"| `{p.spec}` | {_sizes(p.sizes)} | {len(p.stages)} | {p.blocks_probed}/{p.blocks_total} | "
+        out.append(f"| {_md(p.spec)} | {_sizes(p.sizes)} | {len(p.stages)} | {p.blocks_probed}/{p.blocks_total} | "
                    f"{sum(s.rows for s in p.stages)} | {p.mismatches} | {f'{k * 1e6:.1f} us' if k else '-'} | "
                    f"{f'{p.bytes_written / k / 1e9:.0f}' if k else '-'} |")
     out += ["", "### Behaviour", "",
@@ -165,7 +171,8 @@ def to_markdown(report: GpuReport) -> str:
     for b in report.behaviour:
         res = b.skipped or ("correct" if b.correct else
                             f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}")
-        out.append(f"| `{b.spec}` | {_sizes(b.sizes)} | {res} | {b.note} | {'yes' if b.agrees else 'NO'} | "
+        out.append(f"| {_md(b.spec)} | {_sizes(b.sizes)} | {_md(res)} | {_md(b.note)} | "
+                   f"{'yes' if b.agrees else 'NO'} | "
                    f"{'-' if b.race_hazards is None else b.race_hazards} | "
                    f"{f'{b.time_s * 1e6:.1f} us' if b.time_s else '-'} | {f'{b.gbps:.0f}' if b.gbps else '-'} | "
                    f"{f'{b.of_copy_bandwidth:.1%}' if b.of_copy_bandwidth else '-'} |")
@@ -179,8 +186,10 @@ def to_markdown(report: GpuReport) -> str:
         for sd in c.sides:
             metric = "sectors/request" if sd.metric == "sectors_per_request" else "wavefronts/instruction"
             ag = "yes" if sd.agrees else "NO" if sd.agrees is False else f"n/a: {sd.note}"
-            out.append(f"| `{c.spec}` | {c.stage} | {sd.side} {sd.memory} {sd.op} | {metric} | {f3(sd.predicted)} | "
+            out.append(f"| {_md(c.spec)} | {c.stage} | {sd.side} {sd.memory} {sd.op} | {metric} | {f3(sd.predicted)} | "
                        f"{f3(sd.measured)} | {f3(sd.measured_concurrent)} | {f3(sd.measured_in_stage)} | "
                        f"{sd.source_bits} / {','.join(map(str, sd.sass_bits)) or '-'} | "
                        f"{f'{c.time_s * 1e6:.1f} us' if c.time_s else '-'} | {ag} |")
+    if report.errors:
+        out += ["", "### Errors", ""] + [f"- {_md(e.message)}" for e in report.errors]
     return "\n".join(out) + "\n"

@@ -8,24 +8,32 @@ or anything a custom regular expression with named groups reads: ``tid`` (requir
 coordinate as ``coord`` (comma separated), ``row`` and ``col``, or ``c0``, ``c1``, ``c2``; and,
 optional, ``stage``, ``block`` (linear, or ``x,y,z``) or ``bx``/``by``/``bz``, ``iter`` (the
 thread's instruction, the spec's ``step``) and ``value`` (the fragment index).  A line may
-carry several records (interleaved output); text without a record is ignored, and a line that
-starts a record (the marker, ``TM `` by default) but does not parse is reported, with its
-line number, as malformed.
+carry several records (interleaved output); text without a record is ignored, and a line with
+the marker (``TM `` by default) at the start of a word that does not parse, a field that is
+not an integer, a block outside the grid, a thread outside the CTA or a line longer than
+:data:`MAX_LINE` is reported, with its line number, as malformed.  Logs are UTF-8 or (with a
+byte-order mark) UTF-16, with any line ends.
 
-The simulator gives every *performed* access (predicate true) of the blocks the log names;
-the kernel must print exactly those.  Per thread the diff reports
+The simulator gives every *performed* access (predicate true) of the stages the log names,
+in every block the log names in any stage (``whole_grid``: every block of the grid); the
+kernel must print exactly those.  Per thread the diff reports
 
 * ``moved``: the same (stage, block, thread, iter, value) at another coordinate;
 * ``missing``: accesses the simulation performs that the log lacks;
 * ``extra``: accesses the log has and the simulation does not (or printed twice).
 
-Fields the log leaves out (no ``value``, or ``-1``) are matched as a multiset of coordinates
-per remaining key.  Work is bounded: the log's size is checked before it is read, and a
-custom expression runs under a time limit (a catastrophic pattern is an error, not a hang).
+A record that leaves fields out (no ``value``, or ``-1``) matches any access of its thread
+that agrees on the fields it gives; records with every field are matched first.  Work is
+bounded: only regular files and pipes are read, their size and line lengths are limited, a
+custom expression's counted repetitions are bounded before it is compiled and it runs under a
+time limit (a catastrophic pattern is an error, not a hang), and the records are capped.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
+import stat
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -44,9 +52,14 @@ from threadmap.simulate.engine import Simulator
 DEFAULT_PATTERN = (r"TM stage=(?P<stage>-?\d+) block=(?P<block>\d+(?:,\d+){0,2}) tid=(?P<tid>\d+) "
                    r"iter=(?P<iter>-?\d+) value=(?P<value>-?\d+) coord=(?P<coord>-?\d+(?:,-?\d+){0,7})")
 DEFAULT_MARKER = "TM "
-#: largest log read (bytes) and most records kept
+#: largest log read (bytes), longest line (a record is far shorter), most records kept (each
+#: costs about 1 KB of memory with the simulation it is matched against)
 MAX_LOG_BYTES = 1 << 31
-MAX_RECORDS = 1 << 24
+MAX_LINE = 1 << 20
+MAX_RECORDS = 1 << 21
+#: the most a pattern's counted repetitions may multiply to (their expansion costs memory at
+#: compile time: ((a{100}){100}){100} would take gigabytes)
+MAX_REPEAT = 100_000
 #: seconds a custom expression may spend over the whole log
 REGEX_BUDGET_S = 60.0
 #: findings listed in full per kind (all are counted)
@@ -75,6 +88,7 @@ class LogFinding(_Model):
     log: list[int] | None = Field(None, description="the logged coordinate")
     simulated: list[int] | None = None
     line: int | None = Field(None, description="the log line (moved and extra)")
+    why: str = ""
 
 
 class LogDiff(_Model):
@@ -103,7 +117,13 @@ class LogDiff(_Model):
 
 def compile_pattern(pattern: str | None) -> Any:
     """The pattern (the default one when None); a custom one must name ``tid`` and a coordinate."""
+    if pattern is not None and not pattern.strip():
+        raise LogError("--regex: the pattern is empty")
     text = pattern or DEFAULT_PATTERN
+    if len(text) > 2000:
+        raise LogError("--regex: the pattern is longer than 2000 characters")
+    if _repeat_product(text) > MAX_REPEAT:
+        raise LogError(f"--regex: nested counted repetitions multiply to more than {MAX_REPEAT}; simplify it")
     try:
         pat = regex.compile(text, regex.VERSION0)
     except regex.error as e:
@@ -115,11 +135,43 @@ def compile_pattern(pattern: str | None) -> Any:
         raise LogError("--regex: needs the coordinate as (?P<coord>...), (?P<row>...)(?P<col>...) or "
                        "(?P<c0>...)(?P<c1>...)")
     unknown = names - {"tid", "coord", "row", "col", "c0", "c1", "c2", "stage", "block", "bx", "by", "bz",
-                       "iter", "value", "side"}
+                       "iter", "value"}
     if unknown:
         raise LogError(f"--regex: unknown named groups {sorted(unknown)}; known: tid, coord, row, col, c0-c2, "
                        "stage, block, bx, by, bz, iter, value")
     return pat
+
+
+def _repeat_product(text: str) -> int:
+    """An upper estimate of how far counted repetitions ``{n}``/``{n,m}`` multiply when nested:
+    per group, the largest product inside it times the count applied to it."""
+    import re
+    stack = [1]
+    last = 1  # the product of the atom just closed (a group's inside, or 1)
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            last = 1
+            continue
+        if c == "(":
+            stack.append(1)
+            last = 1
+        elif c == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] = max(stack[-1], last)
+        elif c == "{":
+            m = re.match(r"\{(\d*)(?:,(\d*))?\}", text[i:])
+            if m and (m.group(1) or m.group(2)):
+                n = max(int(m.group(1) or 0), int(m.group(2) or 0))
+                stack[-1] = max(stack[-1], last * max(1, n))
+                i += m.end()
+                continue
+        else:
+            last = 1
+        i += 1
+    return max(stack)
 
 
 def _int(s: str | None, what: str) -> int:
@@ -131,81 +183,150 @@ def _int(s: str | None, what: str) -> int:
     return int(s)
 
 
+def _req(s: str | None, what: str) -> int:
+    """A field that must hold an integer (empty is malformed, not 'not given')."""
+    if s is None or not s.strip():
+        raise ValueError(f"{what} is empty")
+    return _int(s, what)
+
+
 def _coord(d: dict[str, str | None]) -> tuple[int, ...]:
     if d.get("coord") is not None:
-        parts = str(d["coord"]).split(",")
-        return tuple(_int(p, "coord") for p in parts)
+        return tuple(_req(p, "coord") for p in str(d["coord"]).split(","))
     if d.get("row") is not None:
-        return (_int(d["row"], "row"),) + ((_int(d["col"], "col"),) if d.get("col") is not None else ())
-    return tuple(_int(d[k], k) for k in ("c0", "c1", "c2") if d.get(k) is not None)
+        return (_req(d["row"], "row"),) + ((_req(d["col"], "col"),) if d.get("col") is not None else ())
+    return tuple(_req(d[k], k) for k in ("c0", "c1", "c2") if d.get(k) is not None)
 
 
 def _block(d: dict[str, str | None], grid: tuple[int, int, int]) -> int:
     gx, gy, gz = grid
     if d.get("block") is not None:
-        parts = [_int(p, "block") for p in str(d["block"]).split(",")]
+        parts = [_req(p, "block") for p in str(d["block"]).split(",")]
+        if len(parts) > 3:
+            raise ValueError(f"block {d['block']!r} has more than 3 coordinates")
         if len(parts) == 1:
             if not 0 <= parts[0] < gx * gy * gz:
                 raise ValueError(f"block {parts[0]} is outside the spec's grid {grid}")
             return parts[0]
         x, y, z = (parts + [0, 0])[:3]
     else:
-        x, y, z = (max(0, _int(d.get(k), k)) for k in ("bx", "by", "bz"))
+        x, y, z = (_req(d[k], k) if d.get(k) is not None else 0 for k in ("bx", "by", "bz"))
     if not (0 <= x < gx and 0 <= y < gy and 0 <= z < gz):
         raise ValueError(f"block ({x},{y},{z}) is outside the spec's grid {grid}")
     return x + gx * (y + gy * z)
 
 
-def read_log(path: Path, pat: Any, grid: tuple[int, int, int], default_stage: int,
-             marker: str | None) -> tuple[list[tuple[Key, tuple[int, ...], int]], list[Malformed], int, int]:
+def read_log(path: Path, pat: Any, grid: tuple[int, int, int], default_stage: int | None, marker: str | None,
+             threads: int) -> tuple[list[tuple[Key, tuple[int, ...], int]], list[Malformed], int, int]:
     """(key, coordinate, line) of every record, the malformed lines, the count of those and
     of the lines read."""
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise LogError(f"{path}: cannot read the log: {e.strerror}") from None
-    if size > MAX_LOG_BYTES:
-        raise LogError(f"{path}: the log has {size} bytes; threadmap diff reads at most {MAX_LOG_BYTES}")
     records: list[tuple[Key, tuple[int, ...], int]] = []
     bad: list[Malformed] = []
     nbad = 0
     deadline = time.monotonic() + REGEX_BUDGET_S
+    mark = None if not marker else regex.compile(r"(?:^|\s)" + regex.escape(marker))
+
+    def malformed(n: int, line: str, why: str) -> None:
+        nonlocal nbad
+        nbad += 1
+        if len(bad) < FIRST:
+            bad.append(Malformed(line=n, text=line[:200], why=why))
+
     n = 0
-    for n, line in _lines(path):
+    for n, line, cut in _lines(path):
+        if cut:
+            malformed(n, line, f"the line is longer than {MAX_LINE} characters (read no further)")
+            continue
         left = deadline - time.monotonic()
         try:
-            found = list(pat.finditer(line, timeout=max(0.001, left)))
+            found = [m for m in pat.finditer(line, timeout=max(0.001, left)) if m.end() > m.start()]
         except TimeoutError:
             raise LogError(f"--regex: the pattern spent more than {REGEX_BUDGET_S:.0f} s on the log (stopped at "
                            f"line {n}); simplify it") from None
         if not found:
-            if marker and marker in line:
-                nbad += 1
-                if len(bad) < FIRST:
-                    bad.append(Malformed(line=n, text=line[:200], why="the record does not match the format"))
+            if mark is not None and mark.search(line):
+                malformed(n, line, "the record does not match the format")
             continue
         for m in found:
             d = m.groupdict()
             try:
-                st = _int(d.get("stage"), "stage")
-                key = (default_stage if st < 0 else st, _block(d, grid), _int(d["tid"], "tid"),
-                       _int(d.get("iter"), "iter"), _int(d.get("value"), "value"))
+                st = _int(d.get("stage"), "stage") if "stage" in d else -1
+                if "stage" in d and st < 0:
+                    raise ValueError(f"stage {d.get('stage')!r} is not a stage index")
+                if st < 0:
+                    if default_stage is None:
+                        raise ValueError("the record names no stage")
+                    st = default_stage
+                tid = _req(d["tid"], "tid")
+                if not 0 <= tid < threads:
+                    raise ValueError(f"tid {tid} is outside the CTA's {threads} threads")
+                key = (st, _block(d, grid), tid, _int(d.get("iter"), "iter"), _int(d.get("value"), "value"))
                 c = _coord(d)
             except ValueError as e:
-                nbad += 1
-                if len(bad) < FIRST:
-                    bad.append(Malformed(line=n, text=line[:200], why=str(e)))
+                malformed(n, line, str(e))
                 continue
             records.append((key, c, n))
             if len(records) > MAX_RECORDS:
-                raise LogError(f"{path}: more than {MAX_RECORDS} records; diff a subset of the blocks")
+                raise LogError(f"{_show(path)}: more than {MAX_RECORDS} records; diff a subset of the blocks")
     return records, bad, nbad, n
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("rb") as f:
-        for n, raw in enumerate(f, 1):
-            yield n, raw[:1 << 16].decode("utf-8", "replace").rstrip("\r\n")
+def _show(path: Path) -> str:
+    from threadmap.report.formats import printable
+    return printable(str(path)).replace("\n", "\\n")
+
+
+def _open(path: Path) -> Any:
+    """A regular file, or a pipe (``<(kernel)``); never a device or a directory, and never an
+    open that waits for a writer."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise LogError(f"{_show(path)}: cannot read the log: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LogError(f"{_show(path)}: is a directory, not a log")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        raise LogError(f"{_show(path)}: not a regular file or a pipe")
+    if st.st_size > MAX_LOG_BYTES:
+        raise LogError(f"{_show(path)}: the log has {st.st_size} bytes; threadmap diff reads at most {MAX_LOG_BYTES}")
+    try:
+        # non-blocking open: a FIFO without a writer reads as empty instead of waiting forever
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except OSError as e:
+        raise LogError(f"{_show(path)}: cannot read the log: {e.strerror}") from None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(number, text, cut) per line: UTF-8 or, with its byte-order mark, UTF-16; any line end
+    (\\n, \\r\\n, \\r); a line longer than MAX_LINE is returned cut (the rest skipped)."""
+    with _open(path) as raw:
+        head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+        enc = "utf-16" if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
+        import io
+        text = io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=None)
+        total = 0
+        n = 0
+        while True:
+            try:
+                line = text.readline(MAX_LINE + 1)
+            except UnicodeError:
+                raise LogError(f"{_show(path)}: cannot decode the log") from None
+            if not line:
+                return
+            n += 1
+            total += len(line)
+            if total > MAX_LOG_BYTES:
+                raise LogError(f"{_show(path)}: more than {MAX_LOG_BYTES} characters; threadmap diff reads no more")
+            cut = len(line) > MAX_LINE and not line.endswith("\n")
+            if cut:
+                while True:  # skip the rest of the over-long line
+                    rest = text.readline(MAX_LINE)
+                    total += len(rest)
+                    if not rest or rest.endswith("\n") or total > MAX_LOG_BYTES:
+                        break
+            yield n, line.rstrip("\n"), cut
 
 
 def _stage_side(cp: CopyModel, side: str | None) -> str:
@@ -216,8 +337,12 @@ def _stage_side(cp: CopyModel, side: str | None) -> str:
 
 
 def diff_log(model: KernelModel, log: Path, *, pattern: str | None = None, marker: str | None = None,
-             stage: int | None = None, side: str | None = None) -> LogDiff:
-    """Diff the accesses printed in ``log`` with the simulation of ``model``."""
+             stage: int | None = None, side: str | None = None, whole_grid: bool = False) -> LogDiff:
+    """Diff the accesses printed in ``log`` with the simulation of ``model``.
+
+    Compared: the copy stages the log names (or ``stage``), over every block the log names in
+    any stage (``whole_grid``: every block of the grid), so a block that printed one stage and
+    not another, or a thread that printed nothing, shows as missing accesses."""
     pat = compile_pattern(pattern)
     copies = {c.index: c for c in model.copies()}
     if stage is not None and stage not in copies:
@@ -225,9 +350,12 @@ def diff_log(model: KernelModel, log: Path, *, pattern: str | None = None, marke
     if stage is None and "stage" not in pat.groupindex and len(copies) > 1:
         raise LogError(f"the log does not name stages and the spec has several copy stages {sorted(copies)}: "
                        "give --stage")
-    default_stage = stage if stage is not None else min(copies)
+    default_stage = stage if stage is not None else (min(copies) if "stage" not in pat.groupindex else None)
     mk = (DEFAULT_MARKER if pattern is None else None) if marker is None else marker
-    records, bad, nbad, nlines = read_log(log, pat, model.grid, default_stage, mk)
+    records, bad, nbad, nlines = read_log(log, pat, model.grid, default_stage, mk, model.threads)
+    if not records and not nbad:
+        raise LogError(f"{_show(log)}: no record in {nlines} lines (is it the kernel's output, in the "
+                       f"{'default' if pattern is None else '--regex'} format?)")
     out = LogDiff(spec=str(model.loaded.path), log=str(log), sizes=dict(model.env), side={}, lines=nlines,
                   records=len(records), malformed=bad, malformed_count=nbad)
     by_stage: dict[int, list[tuple[Key, tuple[int, ...], int]]] = defaultdict(list)
@@ -235,20 +363,23 @@ def diff_log(model: KernelModel, log: Path, *, pattern: str | None = None, marke
         if r[0][0] not in copies:
             out.extra += 1
             _note(out, LogFinding(kind="extra", stage=r[0][0], block=r[0][1], thread=r[0][2], log=list(r[1]),
-                                  line=r[2]))
+                                  line=r[2], why="not a copy stage of the spec"))
             continue
         by_stage[r[0][0]].append(r)
+    blocks = np.arange(model.num_blocks, dtype=np.int64) if whole_grid else \
+        np.unique(np.asarray([k[1] for k, _, _ in records], dtype=np.int64))
+    if blocks.size * model.threads > MAX_RECORDS * 8:
+        raise LogError(f"{blocks.size} blocks of {model.threads} threads are too many to simulate for a diff; "
+                       "print fewer blocks")
     sim = Simulator(model)
-    pairs: set[tuple[int, int]] = set()
-    for st, recs in sorted(by_stage.items()):
+    stages = sorted(by_stage) if stage is None else [stage]
+    for st in stages:
         cp = copies[st]
         which = _stage_side(cp, side)
         out.side[st] = which
-        blocks = np.unique(np.asarray([k[1] for k, _, _ in recs], dtype=np.int64))
-        pairs |= {(k[1], k[2]) for k, _, _ in recs}
-        _diff_stage(out, sim, cp, which, blocks, recs)
-    out.blocks = len({b for b, _ in pairs})
-    out.threads = len(pairs)
+        _diff_stage(out, sim, cp, which, blocks, by_stage.get(st, []))
+    out.blocks = int(blocks.size)
+    out.threads = len({(k[1], k[2]) for k, _, _ in records})
     return out
 
 
@@ -261,46 +392,62 @@ def _note(out: LogDiff, f: LogFinding) -> None:
 
 def _diff_stage(out: LogDiff, sim: Simulator, cp: CopyModel, which: str, blocks: np.ndarray,
                 recs: list[tuple[Key, tuple[int, ...], int]]) -> None:
+    """Match the records of one stage against the simulated accesses, per thread: records
+    with iter and value first (exact), then those that leave fields out (any access of the
+    thread that agrees on the fields given); then unmatched records with iter and value are
+    'moved' when the simulation has that (iter, value) left, else 'extra'; what the
+    simulation has left is 'missing'."""
     src, dst = sim.stage_tables(cp, blocks)
     t = src if which == "src" else dst
-    on = t.pred
-    coords = np.stack([c[on] for c in t.coords], axis=1) if t.coords else np.zeros((int(on.sum()), 0))
-    blk, thr, stp, val = t.block[on], t.thread[on], t.step[on], t.value[on]
-    # which key fields the log gives decides how finely accesses are matched
-    has_iter = any(k[3] >= 0 for k, _, _ in recs)
-    has_value = any(k[4] >= 0 for k, _, _ in recs)
-    want: dict[Key, Counter[tuple[int, ...]]] = defaultdict(Counter)
-    for i in range(coords.shape[0]):
-        key = (cp.index, int(blk[i]), int(thr[i]), int(stp[i]) if has_iter else -1, int(val[i]) if has_value else -1)
-        want[key][tuple(int(x) for x in coords[i])] += 1
-    got: dict[Key, list[tuple[tuple[int, ...], int]]] = defaultdict(list)
-    for k, c, line in recs:
-        kk = (k[0], k[1], k[2], k[3] if has_iter else -1, k[4] if has_value else -1)
-        got[kk].append((c, line))
-    for key in sorted(set(want) | set(got)):
-        w = Counter(want.get(key, Counter()))
-        g = got.get(key, [])
-        left: list[tuple[tuple[int, ...], int]] = []
-        for c, line in g:
-            if w[c] > 0:
-                w[c] -= 1
-                out.matched += 1
-            else:
-                left.append((c, line))
-        miss = [c for c, n in w.items() for _ in range(n)]
-        st, b, tid, it, va = key
+    on = np.flatnonzero(t.pred)
+    cols = [c[on].tolist() for c in t.coords]
+    blk, thr, stp, val = (x[on].tolist() for x in (t.block, t.thread, t.step, t.value))
+    # per thread: coordinate -> Counter of (iter, value) still unmatched
+    left: dict[tuple[int, int], dict[tuple[int, ...], Counter[tuple[int, int]]]] = defaultdict(
+        lambda: defaultdict(Counter))
+    for i in range(len(on)):
+        left[(blk[i], thr[i])][tuple(c[i] for c in cols)][(stp[i], val[i])] += 1
+    matched: set[tuple[int, int, tuple[int, ...]]] = set()
+    unmatched: list[tuple[Key, tuple[int, ...], int]] = []
+    for k, c, line in sorted(recs, key=lambda r: (r[0][3] < 0) + (r[0][4] < 0)):
+        avail = left.get((k[1], k[2]), {}).get(c)
+        hit = None
+        if avail is not None:
+            for (it, va), n in avail.items():
+                if n and (k[3] < 0 or k[3] == it) and (k[4] < 0 or k[4] == va):
+                    hit = (it, va)
+                    break
+        if avail is None or hit is None:
+            unmatched.append((k, c, line))
+            continue
+        avail[hit] -= 1
+        matched.add((k[1], k[2], c))
+        out.matched += 1
+    # what the simulation still has, per thread and (iter, value)
+    rest: dict[tuple[int, int], dict[tuple[int, int], list[tuple[int, ...]]]] = defaultdict(lambda: defaultdict(list))
+    for (b, tid), per_coord in left.items():
+        for cc, counts in per_coord.items():
+            for (it, va), n in counts.items():
+                rest[(b, tid)][(it, va)] += [cc] * n
+    for k, c, line in unmatched:
+        st, b, tid, it, va = k
         extra = dict(iter=None if it < 0 else it, value=None if va < 0 else va)
-        while left and miss and has_value:
-            (c, line), m = left.pop(0), miss.pop(0)
+        slot = rest.get((b, tid), {}).get((it, va)) if it >= 0 and va >= 0 else None
+        if slot:
+            m = slot.pop(0)
             out.moved += 1
             _note(out, LogFinding(kind="moved", stage=st, block=b, thread=tid, log=list(c), simulated=list(m),
                                   line=line, **extra))
-        for c, line in left:
-            out.extra += 1
-            _note(out, LogFinding(kind="extra", stage=st, block=b, thread=tid, log=list(c), line=line, **extra))
-        for m in miss:
-            out.missing += 1
-            _note(out, LogFinding(kind="missing", stage=st, block=b, thread=tid, simulated=list(m), **extra))
+            continue
+        out.extra += 1
+        _note(out, LogFinding(kind="extra", stage=st, block=b, thread=tid, log=list(c), line=line,
+                              why="printed again" if (b, tid, c) in matched else "not simulated", **extra))
+    for (b, tid), slots in sorted(rest.items()):
+        for (it, va), left_coords in sorted(slots.items()):
+            for m in left_coords:
+                out.missing += 1
+                _note(out, LogFinding(kind="missing", stage=cp.index, block=b, thread=tid, iter=it, value=va,
+                                      simulated=list(m)))
 
 
 def load_model(spec: str | Path, sizes: dict[str, int] | None) -> KernelModel:
@@ -329,9 +476,10 @@ def simulated_log(model: KernelModel, blocks: np.ndarray, stages: list[int] | No
         t = src if _stage_side(cp, side) == "src" else dst
         on = np.flatnonzero(t.pred)
         order = on[np.lexsort((t.value[on], t.thread[on], t.block[on]))]
-        for i in order:
-            b = int(t.block[i])
-            c = ",".join(str(int(x[i])) for x in t.coords)
-            out.append(f"TM stage={cp.index} block={b % gx},{(b // gx) % gy},{b // (gx * gy)} tid={int(t.thread[i])} "
-                       f"iter={int(t.step[i])} value={int(t.value[i])} coord={c}")
+        b = t.block[order]
+        cols = [(b % gx).tolist(), ((b // gx) % gy).tolist(), (b // (gx * gy)).tolist(), t.thread[order].tolist(),
+                t.step[order].tolist(), t.value[order].tolist()]
+        coords = [",".join(map(str, c)) for c in zip(*(x[order].tolist() for x in t.coords))]
+        out += [f"TM stage={cp.index} block={x},{y},{z} tid={th} iter={it} value={va} coord={c}"
+                for x, y, z, th, it, va, c in zip(*cols, coords)]
     return out

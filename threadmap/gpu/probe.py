@@ -319,7 +319,7 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
     import tempfile
     from pathlib import Path
 
-    from threadmap.gpu.toolchain import ToolchainError, build_host
+    from threadmap.gpu.toolchain import ToolchainError, build_host, forget
     programs = list({p.uid: p for p, _, _ in jobs}.values())
     binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
                         defines=("THREADMAP_HOST_MAIN",), archs=archs)
@@ -330,7 +330,14 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
             bf, of = Path(tmp) / f"b{i}", Path(tmp) / f"o{i}"
             np.asarray(blocks, dtype=np.int64).tofile(bf)
             args += [s.fn, str(bf), str(of)]
-        proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+        try:
+            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+        except OSError:
+            # a damaged cached binary: built again, once
+            forget(binary)
+            binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
+                                defines=("THREADMAP_HOST_MAIN",), archs=archs)
+            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
         if proc.returncode != 0:
             raise ToolchainError(f"the host probe exited {proc.returncode}: {proc.stderr[-2000:]}")
         for i, (_, s, blocks) in enumerate(jobs):

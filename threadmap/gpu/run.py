@@ -33,6 +33,8 @@ Where = Literal["auto", "host", "device"]
 
 #: records (block, thread, value) one stage's probe writes at most, per side of the machine
 MAX_ROWS = {"device": 1 << 24, "host": 1 << 20}
+#: bytes of records one stage's probe may write (the host holds them twice while diffing)
+MAX_PROBE_BYTES = 1 << 30
 
 
 def select_blocks(model: KernelModel, per_block: int, max_rows: int, seed: int = 0) -> np.ndarray:
@@ -91,10 +93,15 @@ def probe(paths: Sequence[str | Path], *, where: Where = "auto", sizes: Mapping[
 
 
 def _files(paths: Sequence[str | Path], report: GpuReport) -> list[Path]:
+    """The spec files under ``paths``, each once (``a.yaml a.yaml ./a.yaml`` is one spec)."""
     files: list[Path] = []
+    seen: set[Path] = set()
     for p in paths:
         try:
-            files += spec_files([p])
+            for f in spec_files([p]):
+                if f.resolve() not in seen:
+                    seen.add(f.resolve())
+                    files.append(f)
         except SpecError as e:
             report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
     return files
@@ -112,7 +119,10 @@ def _probe_into(report: GpuReport, found: Sequence[tuple[str, KernelModel, Probe
     jobs: list[_Job] = []
     results: list[tuple[ModelProbe, list[_Job]]] = []
     for path, m, prog in found:
-        mine = [_Job(path, m, prog, s, select_blocks(m, s.threads * s.values, limit)) for s in prog.stages]
+        # records per stage: at most `limit`, and at most MAX_PROBE_BYTES of them
+        mine = [_Job(path, m, prog, s, select_blocks(m, s.threads * s.values,
+                                                     min(limit, MAX_PROBE_BYTES // (8 * s.width))))
+                for s in prog.stages]
         mp = ModelProbe(spec=path, name=m.name, sizes=dict(m.env), grid=m.grid, blocks_total=m.num_blocks,
                         blocks_probed=max((j.blocks.size for j in mine), default=0), where=on,  # type: ignore[arg-type]
                         stages=[StageProbeReport(stage=i, name=_stage_name(m, i), line=m.stage_line(i),
@@ -162,21 +172,20 @@ def _where(where: Where) -> Literal["host", "device"]:
     return "device" if ok else "host"
 
 
-def programs(paths: Sequence[str | Path], sizes: Mapping[str, int] | None = None) -> list[ProbeProgram]:
-    """The probe program of every spec and size environment under ``paths``."""
-    return [probe_program(m) for f in spec_files(paths) for m in _models(f, sizes)]
-
-
 def compile_only(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | None = None,
-                 archs: Sequence[str] = ARCHS) -> list[str]:
-    """Compile every generated kernel's device code for ``archs`` (one translation unit, no GPU
-    needed): code generation cannot rot unnoticed.  Returns lines to print."""
-    progs = programs(paths, sizes)
+                 archs: Sequence[str] = ARCHS) -> dict[str, Any]:
+    """Compile every generated probe and behaviour kernel's device code for ``archs`` (one
+    translation unit, no GPU needed): code generation cannot rot unnoticed."""
+    items = build_programs(paths, sizes=sizes)
     t0 = time.perf_counter()
-    obj = check_device(translation_unit(progs), archs)
-    n = sum(len(p.stages) for p in progs)
-    return [f"compiled {len(progs)} probe programs ({n} kernels) for {', '.join(archs)} in "
-            f"{time.perf_counter() - t0:.1f} s: {obj}"]
+    obj = check_device(suite_source(items), archs)
+    n = sum(len(it.probe.stages) for it in items)
+    beh = sum(1 for it in items if it.behaviour is not None)
+    secs = round(time.perf_counter() - t0, 1)
+    return {"programs": len(items), "probe_kernels": n, "behaviour_programs": beh, "archs": list(archs),
+            "seconds": secs, "object": str(obj),
+            "summary": f"compiled {len(items)} probe programs ({n} kernels) and {beh} behaviour programs for "
+                       f"{', '.join(archs)} in {secs} s"}
 
 
 # ----------------------------------------------------------------------------- the device suite

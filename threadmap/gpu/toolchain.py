@@ -72,9 +72,24 @@ def require() -> tuple[str, Path]:
 
 
 def cache_dir() -> Path:
+    """``$THREADMAP_CACHE`` or ``~/.cache/threadmap``, created when missing."""
     d = Path(os.environ.get("THREADMAP_CACHE", Path.home() / ".cache" / "threadmap"))
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if not os.access(d, os.W_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as e:
+        raise ToolchainError(f"the compile cache {d} (THREADMAP_CACHE) is not a usable directory: "
+                             f"{e.strerror or e}") from None
     return d
+
+
+def forget(path: Path) -> None:
+    """Drop a cached output that turned out unusable (it is rebuilt on the next call)."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def cutlass_version(inc: Path) -> str:
@@ -131,7 +146,8 @@ def build_host(source: str, *, defines: Sequence[str] = (), opt: str = "-O1", ar
     _, inc = require()
     flags = [CXX_STD, opt, "-w", f"-I{inc}", f"-I{include_dir()}", *(f"-D{d}" for d in defines)]
     if archs:
-        flags += ["--expt-relaxed-constexpr", *_gencode(archs)]
+        # the architectures' device compiles run in parallel (one nvcc thread each)
+        flags += ["--expt-relaxed-constexpr", *_gencode(archs), f"--threads={len(archs)}"]
     return _cached("host", "", source, flags, ["-x", "cu" if archs else "c++"],
                    f" for {', '.join(archs)}" if archs else "")
 
@@ -140,7 +156,7 @@ def check_device(source: str, archs: Sequence[str] = ARCHS) -> Path:
     """Compile ``source``'s device code for every architecture (``-x cu``; no GPU needed);
     cached by hash.  Returns the object file."""
     _, inc = require()
-    flags = [*DEVICE_OPTIONS, f"-I{inc}", f"-I{include_dir()}", *_gencode(archs)]
+    flags = [*DEVICE_OPTIONS, f"-I{inc}", f"-I{include_dir()}", *_gencode(archs), f"--threads={len(archs)}"]
     return _cached("dev", ".o", source, flags, ["-x", "cu", "-c"], f" for {', '.join(archs)}")
 
 

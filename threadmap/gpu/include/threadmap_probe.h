@@ -16,8 +16,9 @@
 //   inside the fragment (the spec's value index), or -1 when you do not track it;
 // * coord: the logical coordinate of the element in the tensor (not the tile).
 //
-// THREADMAP_PROBE_IF(cond, ...) prints only when cond holds (e.g. the predicate), and
-// THREADMAP_PROBE1 / THREADMAP_PROBE3 take rank-1 and rank-3 coordinates.  Defining
+// THREADMAP_PROBE1 / THREADMAP_PROBE3 take rank-1 and rank-3 coordinates, and
+// THREADMAP_PROBE_IF(cond, stage, iter, value, c0[, c1[, c2]]) prints only when cond holds
+// (the access's predicate: print exactly the accesses the kernel performs).  Defining
 // THREADMAP_PROBE_OFF compiles every probe to nothing.  printf's buffer holds 1 MiB by
 // default: raise it with cudaDeviceSetLimit(cudaLimitPrintfFifoSize, bytes) for big grids.
 #pragma once
@@ -43,6 +44,13 @@
   printf("TM stage=%d block=%u,%u,%u tid=%lld iter=%lld value=%lld coord=%lld,%lld,%lld\n",       \
          (int)(stage), blockIdx.x, blockIdx.y, blockIdx.z, THREADMAP_PROBE_TID_,                  \
          (long long)(iter), (long long)(value), (long long)(c0), (long long)(c1), (long long)(c2))
-#define THREADMAP_PROBE_IF(cond, stage, iter, value, c0, c1) \
-  do { if (cond) { THREADMAP_PROBE(stage, iter, value, c0, c1); } } while (0)
+// picks THREADMAP_PROBE1, THREADMAP_PROBE or THREADMAP_PROBE3 by the number of coordinates
+#define THREADMAP_PROBE_PICK_(_1, _2, _3, NAME, ...) NAME
+#define THREADMAP_PROBE_IF(cond, stage, iter, value, ...)                                         \
+  do {                                                                                            \
+    if (cond) {                                                                                   \
+      THREADMAP_PROBE_PICK_(__VA_ARGS__, THREADMAP_PROBE3, THREADMAP_PROBE, THREADMAP_PROBE1, _)  \
+      (stage, iter, value, __VA_ARGS__);                                                          \
+    }                                                                                             \
+  } while (0)
 #endif
