@@ -105,9 +105,11 @@ def cutlass_version(inc: Path) -> str:
 
 def _key(source: str, flags: Sequence[str], inc: Path) -> str:
     """A cache key of a compile: the source, the flags (include folders left out: the same
-    headers may sit elsewhere on another machine) and the CUTLASS version."""
+    headers may sit elsewhere on another machine), the CUTLASS version and threadmap's own
+    header."""
     kept = [f for f in flags if not f.startswith("-I")]
-    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc)]).encode()).hexdigest()[:24]
+    header = (include_dir() / "threadmap_probe.h").read_text()  # a source may include it
+    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc), header]).encode()).hexdigest()[:24]
 
 
 def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:
