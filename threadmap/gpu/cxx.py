@@ -173,7 +173,7 @@ def _tuple64(t: Any) -> str:
     return f"(long long)({int(t)}LL)"
 
 
-def cxx_tensor_layout(layout: Any, memory: str = "global") -> str:
+def cxx_tensor_layout(layout: Any) -> str:
     """A tensor's layout as a C++ value: a plain layout with 64-bit dynamic shape and strides
     (so offsets of large tensors cannot wrap a 32-bit ``Int``), anything else (a composed
     swizzle layout of shared memory) fully static through :func:`cxx_obj`."""

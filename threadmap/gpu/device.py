@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import platform
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.probe import ProbeProgram, StageProbe, translation_unit
-from threadmap.gpu.toolchain import require
+from threadmap.gpu.toolchain import find_tool, require
 
 
 class NoDevice(ThreadmapError):
@@ -59,9 +60,8 @@ def environment() -> dict[str, Any]:
         env["nvcc"] = out.strip().splitlines()[-1] if out.strip() else "?"
     except (ThreadmapError, OSError, subprocess.SubprocessError):
         env["nvcc"] = "not found"
-    from threadmap.gpu.profile import _tool
     for name in ("ncu", "compute-sanitizer"):
-        tool = _tool(name)
+        tool = find_tool(name)
         try:
             out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout if tool else ""
         except (OSError, subprocess.SubprocessError):
@@ -81,6 +81,21 @@ def _driver_version() -> str:
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "?"
     except (OSError, subprocess.SubprocessError, IndexError):
         return "?"
+
+
+def event_seconds(fn: Callable[[], Any], repeats: int = 1) -> list[float]:
+    """Seconds of each of ``repeats`` calls of ``fn`` (its kernels, on the current stream), by
+    CUDA events."""
+    import cupy
+    out = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return out
 
 
 def run_probes(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
@@ -103,11 +118,6 @@ def run_probes(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
         grid = (min(nb, 1 << 20),)
         block = (min(s.threads, 1024),)
         fn(grid, block, (d_blocks, np.int64(nb), out))  # warm-up: module load, first launch
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn(grid, block, (d_blocks, np.int64(nb), out))
-        stop.record()
-        stop.synchronize()
-        secs.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        secs += event_seconds(partial(fn, grid, block, (d_blocks, np.int64(nb), out)))
         outs.append(cupy.asnumpy(out).reshape(nb, s.threads, s.values, s.width))
     return outs, secs

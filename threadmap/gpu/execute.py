@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.gpu.behave import BehaviourProgram, check_behaviour
+from threadmap.gpu.device import event_seconds
 from threadmap.model import KernelModel
 
 #: the value output tensors are filled with before a run (a byte pattern no input holds often)
@@ -54,15 +55,10 @@ def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
     a = cupy.ones(nbytes // 4, dtype=cupy.uint32)
     b = cupy.empty_like(a)
     b[...] = a
-    times = []
-    for _ in range(repeats):
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        s.record()
+
+    def copy() -> None:
         b[...] = a
-        e.record()
-        e.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(s, e) / 1e3)
-    del a, b
+    times = event_seconds(copy, repeats)
     return 2 * nbytes / float(np.median(times)) / 1e9
 
 
@@ -124,17 +120,8 @@ def run_behaviour(mod: Any, model: KernelModel, prog: BehaviourProgram, repeats:
     res["count_run_s"] = round(time.perf_counter() - t0, 4)
     moved = sum(int(counts[b.name].sum()) * b.elem_bytes for b in prog.globals())
     launch(mod, prog.run_kernel, prog, bufs)  # warm-up
-    times = []
-    for _ in range(repeats):
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        s.record()
-        launch(mod, prog.run_kernel, prog, bufs)
-        e.record()
-        e.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(s, e) / 1e3)
-    med = float(np.median(times))
+    med = float(np.median(event_seconds(lambda: launch(mod, prog.run_kernel, prog, bufs), repeats)))
     res.update(time_s=med, bytes=moved, gbps=(moved / med / 1e9) if med > 0 else 0.0, repeats=repeats)
-    del bufs
     return res
 
 

@@ -273,7 +273,7 @@ def read_log(path: Path, pat: Any, grid: tuple[int, int, int], default_stage: in
 
 def _show(path: Path) -> str:
     from threadmap.report.formats import printable
-    return printable(str(path)).replace("\n", "\\n")
+    return printable(str(path))
 
 
 def _open(path: Path) -> Any:

@@ -99,12 +99,8 @@ class ProbeProgram:
     skipped: tuple[tuple[int, str], ...]  # (stage, reason) of copy stages not probed
 
 
-def _int(v: Any) -> int:
-    return int(v)
-
-
 def _static_shape(tile: Sequence[int]) -> str:
-    return "make_shape(" + ",".join(f"Int<{_int(t)}>{{}}" for t in tile) + ")"
+    return "make_shape(" + ",".join(f"Int<{int(t)}>{{}}" for t in tile) + ")"
 
 
 def _partition_lines(side: SideModel, tile_var: str) -> tuple[list[str], str | None]:
@@ -149,10 +145,10 @@ def _side_lines(model: KernelModel, side: SideModel, f: SideFields, W: int) -> l
     env: dict[str, Any] = {k: str(v) + "LL" for k, v in model.env.items()}
     env.update(bx="bx", by="by", bz="bz")
     for k in range(R):
-        origin = "0LL" if side.at is None else f"({cxx_expr(side.at[k], env)}) * {_int(side.tile[k])}LL"
+        origin = "0LL" if side.at is None else f"({cxx_expr(side.at[k], env)}) * {int(side.tile[k])}LL"
         out.append(f"const long long o{k}_{w} = {origin};")
-    out.append(f"auto lay_{w} = {cxx_tensor_layout(t.layout, t.memory)};")
-    ext = [_int(x) for x in t.shape[:R]]
+    out.append(f"auto lay_{w} = {cxx_tensor_layout(t.layout)};")
+    ext = [int(x) for x in t.shape[:R]]
     V = side.partition.values
     # unrolled on the device: every record index is then a constant, so the records of a
     # behaviour kernel live in registers, not local memory (whose traffic would share L1)
@@ -165,7 +161,7 @@ def _side_lines(model: KernelModel, side: SideModel, f: SideFields, W: int) -> l
     else:
         # CUTLASS predicated tile iterators: for s, for c, for e (the fragment's order)
         tm = side.partition.maker[1]  # type: ignore[index]
-        epa, itc = _int(tm.elements_per_access), _int(tm.iterations.contiguous)
+        epa, itc = int(tm.elements_per_access), int(tm.iterations.contiguous)
         out += [f"  const int e = v % {epa}, ci = (v / {epa}) % {itc}, si = v / ({epa} * {itc});",
                 f"  const long long cc = (long long)init_{w}.contiguous() + ci * TM_{w}::Delta::kContiguous + e;",
                 f"  const long long ss = (long long)init_{w}.strided() + si * TM_{w}::Delta::kStrided;"]
@@ -175,7 +171,7 @@ def _side_lines(model: KernelModel, side: SideModel, f: SideFields, W: int) -> l
     coord = "g0" if R == 1 else "make_coord(" + ", ".join(f"g{k}" for k in range(R)) + ")"
     for k in range(R):
         out.append(f"  r[{f.start + k}] = g{k};")
-    out.append(f"  r[{f.offset_field}] = (long long)lay_{w}({coord}) + {_int(t.offset)}LL;")
+    out.append(f"  r[{f.offset_field}] = (long long)lay_{w}({coord}) + {int(t.offset)}LL;")
     inb = " && ".join(f"(unsigned long long)g{k} < {e}ULL" for k, e in enumerate(ext)) or "true"
     out.append(f"  r[{f.inb_field}] = ({inb}) ? 1 : 0;")
     out.append("}")

@@ -23,7 +23,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any
 
 from threadmap.gpu.execute import KERNEL_VARIANTS
 from threadmap.gpu.report import SideCounters, StageCounters
-from threadmap.gpu.toolchain import sass_widths
+from threadmap.gpu.toolchain import find_tool, sass_widths
 
 OPS = ("ld", "st")
 METRICS = [f"l1tex__t_sectors_pipe_lsu_mem_global_op_{o}.sum" for o in OPS] + \
@@ -59,17 +58,6 @@ SASS_OP = {("global", "src"): "LDG", ("global", "dst"): "STG", ("shared", "src")
 TOLERANCE = 1e-6
 
 
-def _tool(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute"):
-        p = Path(d) / name
-        if p.exists():
-            return str(p)
-    return None
-
-
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
@@ -82,7 +70,7 @@ def racecheck(items: Sequence[Any], legal: dict[str, Any],
     """Hazards compute-sanitizer's racecheck reports per behaviour kernel with shared memory
     (first size environment of each spec, on at most 4 x 4 blocks), all in one child process;
     by behaviour uid.  Empty (with a note) when compute-sanitizer is absent or fails."""
-    exe = _tool("compute-sanitizer")
+    exe = find_tool("compute-sanitizer")
     if exe is None:
         return {}, ["compute-sanitizer not found: no race check"]
     first: dict[str, Any] = {}
@@ -158,7 +146,7 @@ def stage_counters(all_items: Sequence[Any], items: Sequence[Any], cubin: Path, 
     """Profile every stage kernel of ``items`` (one child process under ncu, rebuilding
     ``all_items`` from ``legal``) and set each side's measurement beside the prediction."""
     notes: list[str] = []
-    exe = _tool("ncu")
+    exe = find_tool("ncu")
     if exe is None:
         return [], ["ncu not found: no counters measured"]
     with tempfile.TemporaryDirectory(prefix="threadmap_ncu_") as tmp:
@@ -196,23 +184,26 @@ def stage_counters(all_items: Sequence[Any], items: Sequence[Any], cubin: Path, 
             sc.time_s = t / 1e9 if t is not None else None
             sass: dict[str, list[int]] = {}
             cp = it.model.stages[st]
+            res = {(r.check, r.stage, r.side): r for r in it.verified.results}
             for side in cp.sides():
                 if side.tensor is None or side.memory not in ("global", "shared"):
                     continue
                 solo = rows.get(it.behaviour.stage_kernel(st, side.which, True))
-                sd = _side(it, st, side, solo or {},
+                sd = _side(it, res, st, side, solo or {},
                            sass_widths(cubin, it.behaviour.stage_kernel(st, side.which, True)))
-                sd.measured_concurrent = _side(it, st, side, rows.get(it.behaviour.stage_kernel(st, side.which)) or {},
-                                               sass).measured
-                sd.measured_in_stage = _side(it, st, side, row, sass).measured
+                alone = rows.get(it.behaviour.stage_kernel(st, side.which)) or {}
+                sd.measured_concurrent = _side(it, res, st, side, alone, sass).measured
+                sd.measured_in_stage = _side(it, res, st, side, row, sass).measured
                 sc.sides.append(sd)
             out.append(sc)
     return out, notes
 
 
-def _side(it: Any, stage: int, side: Any, row: dict[str, str], sass: dict[str, list[int]]) -> SideCounters:
+def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any, row: dict[str, str],
+          sass: dict[str, list[int]]) -> SideCounters:
+    """One side's prediction (``res``: the verifier's results by check, stage and side) beside
+    one kernel's counters (``row``) and SASS widths."""
     op = "ld" if side.which == "src" else "st"
-    res = {(r.check, r.stage, r.side): r for r in it.verified.results}
     bits = it.behaviour.access_bits.get((stage, side.which), side.elem_bits)
     sd = SideCounters(side=side.which, memory=side.memory, op=op,
                       metric="sectors_per_request" if side.memory == "global" else "wavefronts_per_instruction",

@@ -50,14 +50,24 @@ def cutlass_include() -> Path | None:
     return inc if (inc / "cute" / "tensor.hpp").exists() else None
 
 
-def nvcc() -> str | None:
-    found = shutil.which("nvcc")
+#: where the CUDA tools live when they are not on PATH
+TOOL_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute")
+
+
+def find_tool(name: str) -> str | None:
+    """A CUDA tool (nvcc, cuobjdump, ncu, compute-sanitizer): on PATH, else in TOOL_DIRS."""
+    found = shutil.which(name)
     if found:
         return found
-    for p in ("/usr/local/cuda/bin/nvcc",):
-        if Path(p).exists():
-            return p
+    for d in TOOL_DIRS:
+        p = Path(d) / name
+        if p.exists():
+            return str(p)
     return None
+
+
+def nvcc() -> str | None:
+    return find_tool("nvcc")
 
 
 def require() -> tuple[str, Path]:
@@ -175,8 +185,8 @@ def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
     (``cuobjdump -sass``): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent."""
     import re
 
-    exe = shutil.which("cuobjdump") or (str(Path(nvcc() or "").parent / "cuobjdump") if nvcc() else None)
-    if not exe or not Path(exe).exists():
+    exe = find_tool("cuobjdump")
+    if exe is None:
         return {}
     proc = subprocess.run([exe, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, timeout=600)
     out: dict[str, set[int]] = {}
