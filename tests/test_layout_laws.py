@@ -1,7 +1,7 @@
 """Property tests of the CuTe layout algebra's laws (as the C++ header states them).
 
-Every test draws one seed per example and builds its layouts with the builders in
-:mod:`tests.strategies` (cheap, and shrinking the seed shrinks the case).
+Every test draws its layouts from the public strategies of
+:mod:`threadmap.testing.strategies` (so a failure shrinks to a small, shallow layout).
 """
 
 from __future__ import annotations
@@ -11,27 +11,26 @@ from typing import Any
 import numpy as np
 import z3
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import threadmap.layout as tl
-from tests.strategies import (
-    build_any,
-    build_compact,
-    build_composition_pair,
-    build_divide_pair,
-    build_injective,
-    build_layout,
-    rng_for,
-    seeds,
-)
 from threadmap.errors import LayoutError
 from threadmap.layout import Layout
 from threadmap.layout.backend import Sym
 from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple
 from threadmap.layout.parse import parse
+from threadmap.testing.strategies import (
+    any_layouts,
+    compact_layouts,
+    composition_pairs,
+    divide_pairs,
+    injective_layouts,
+    layouts,
+)
 
-LAWS = settings(max_examples=1000, deadline=None, database=None,
+LAWS = settings(max_examples=300, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-FEW = settings(LAWS, max_examples=150)
+FEW = settings(LAWS, max_examples=100)
 
 
 def tab(layout: Layout) -> np.ndarray:
@@ -79,19 +78,15 @@ def comp_ok(a: Layout, b: Layout, r: Layout) -> None:
 
 # ------------------------------------------------------------------------------- composition
 @LAWS
-@given(seeds())
-def test_composition_is_function_composition(seed: int) -> None:
+@given(composition_pairs(max_size=512), st.booleans())
+def test_composition_is_function_composition(pair: tuple[Layout, Layout], flat_check: bool) -> None:
     """R = A o B: R(i) == A(B(i)) for every i of B's domain (B compact-ish and in range)."""
-    rng, lvl = rng_for(seed)
-    pair = build_composition_pair(rng, lvl, 512)
-    if pair is None:
-        return
     a, b = pair
     r = tl.composition(a, b)
     assert tl.size(r) == tl.size(b)
     if strongly_admissible(a, b):
         comp_ok(a, b, r)
-    if isinstance(b.shape, int) or tl.depth(b) == 1 and rng.random() < 0.5:
+    if isinstance(b.shape, int) or tl.depth(b) == 1 and flat_check:
         # one flat mode: plain function composition on the whole domain in range
         bt = tab(b)
         if (bt < tl.size(a)).all() and strongly_admissible(a, b) and len(
@@ -101,10 +96,8 @@ def test_composition_is_function_composition(seed: int) -> None:
 
 # ------------------------------------------------------------------------------- coalesce/filter
 @LAWS
-@given(seeds())
-def test_coalesce_filter_preserve_function(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl)
+@given(any_layouts())
+def test_coalesce_filter_preserve_function(a: Layout) -> None:
     t = tab(a)
     c = tl.coalesce(a)
     assert tl.size(c) == tl.size(a) and tl.depth(c) <= 1
@@ -121,11 +114,9 @@ def test_coalesce_filter_preserve_function(seed: int) -> None:
 
 # ------------------------------------------------------------------------------- complement
 @LAWS
-@given(seeds())
-def test_complement_disjoint_ordered_and_tiles(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_injective(rng, lvl, 256, 2048)
-    m = rng.choice([tl.cosize(a), tl.size(a), tl.cosize(a) * rng.randint(1, 4)])
+@given(injective_layouts(max_size=256, max_cosize=2048), st.integers(0, 2), st.integers(1, 4))
+def test_complement_disjoint_ordered_and_tiles(a: Layout, which: int, k: int) -> None:
+    m = [tl.cosize(a), tl.size(a), tl.cosize(a) * k][which]
     c = tl.complement(a, m)
     ct, at = tab(c), tab(a)
     assert (np.diff(ct) > 0).all()                   # ordered
@@ -136,28 +127,22 @@ def test_complement_disjoint_ordered_and_tiles(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_complement_of_compact_is_bijection(seed: int) -> None:
+@given(compact_layouts(max_size=512), st.integers(1, 8))
+def test_complement_of_compact_is_bijection(a: Layout, k: int) -> None:
     """Compact L and a multiple M of size(L): make_layout(L, complement(L, M)) is a
     bijection onto [0, M)."""
-    rng, lvl = rng_for(seed)
-    a = build_compact(rng, lvl, 512)
-    m = tl.size(a) * rng.randint(1, 8)
+    m = tl.size(a) * k
     full = tab(tl.make_layout(a, tl.complement(a, m)))
     assert np.array_equal(np.sort(full), np.arange(m))
 
 
 # ------------------------------------------------------------------------------- divide
 @LAWS
-@given(seeds())
-def test_logical_divide_definition(seed: int) -> None:
+@given(divide_pairs(max_size=512))
+def test_logical_divide_definition(pair: tuple[Layout, Layout]) -> None:
     """logical_divide(A, B) == composition(A, make_layout(B, complement(B, shape(coalesce(A)))))
     (layout.hpp:1563), and as a function equal to the size(A)-cotarget variant when A's
     coalesced shape is a single mode."""
-    rng, lvl = rng_for(seed)
-    pair = build_divide_pair(rng, lvl, 512)
-    if pair is None:
-        return
     a, b = pair
     d = tl.logical_divide(a, b)
     t = tl.make_layout(b, tl.complement(b, tl.coalesce(a).shape))
@@ -175,32 +160,26 @@ def test_logical_divide_definition(seed: int) -> None:
 
 # ------------------------------------------------------------------------------- inverses
 @LAWS
-@given(seeds())
-def test_right_inverse(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl)
+@given(any_layouts())
+def test_right_inverse(a: Layout) -> None:
     r = tl.right_inverse(a)
     assert np.array_equal(tab(a)[tab(r)], np.arange(tl.size(r)))
 
 
 @LAWS
-@given(seeds())
-def test_left_inverse(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_injective(rng, lvl, 512, 4096) if rng.random() < 0.7 else build_compact(rng, lvl)
+@given(st.one_of(injective_layouts(max_size=512, max_cosize=4096), compact_layouts()))
+def test_left_inverse(a: Layout) -> None:
     r = tl.left_inverse(a)
     assert np.array_equal(ext(r, tab(a)), np.arange(tl.size(a)))
 
 
 # ------------------------------------------------------------------------------- products
 @LAWS
-@given(seeds())
-def test_logical_product_structure(seed: int) -> None:
+@given(injective_layouts(max_size=64, max_cosize=256),
+       st.one_of(compact_layouts(max_size=16, max_depth=2),
+                 injective_layouts(max_size=16, max_cosize=32, max_depth=2)))
+def test_logical_product_structure(a: Layout, b: Layout) -> None:
     """logical_product(A, B) == (A, complement(A, size(A)*cosize(B)) o B)."""
-    rng, lvl = rng_for(seed)
-    a = build_injective(rng, lvl, 64, 256)
-    b = build_compact(rng, min(lvl, 2), 16) if rng.random() < 0.7 else build_injective(
-        rng, min(lvl, 2), 16, 32)
     try:
         p = tl.logical_product(a, b)
     except LayoutError:
@@ -213,11 +192,8 @@ def test_logical_product_structure(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_blocked_raked_products_are_bijections(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_compact(rng, min(lvl, 2), 64)
-    b = build_compact(rng, min(lvl, 2), 16)
+@given(compact_layouts(max_size=64, max_depth=2), compact_layouts(max_size=16, max_depth=2))
+def test_blocked_raked_products_are_bijections(a: Layout, b: Layout) -> None:
     n = tl.size(a) * tl.size(b)
     for f in (tl.blocked_product, tl.raked_product):
         try:
@@ -231,23 +207,19 @@ def test_blocked_raked_products_are_bijections(seed: int) -> None:
 
 # ------------------------------------------------------------------------------- backends
 @LAWS
-@given(seeds())
-def test_int_numpy_sym_backends_agree(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_layout(rng, lvl, 1024)
+@given(layouts(max_size=1024), st.data())
+def test_int_numpy_sym_backends_agree(a: Layout, data: st.DataObject) -> None:
     n = tl.size(a)
     t = tab(a)
     assert np.array_equal(np.asarray(a(np.arange(n, dtype=np.int64))) * np.ones(n, np.int64), t)
-    for i in rng.sample(range(n), min(n, 4)):
+    for i in data.draw(st.lists(st.integers(0, n - 1), max_size=min(n, 4), unique=True)):
         assert a(i) == t[i] == a(Sym.const(i)).as_int()
 
 
 @FEW
-@given(seeds())
-def test_sym_proves_layout_for_all_indices(seed: int) -> None:
+@given(layouts(max_size=256, max_depth=2, max_stride=16))
+def test_sym_proves_layout_for_all_indices(a: Layout) -> None:
     """z3: for a symbolic index i < size, L(i) equals the per-mode table sum (proved)."""
-    rng, lvl = rng_for(seed)
-    a = build_layout(rng, min(lvl, 2), 256, max_stride=16)
     n = tl.size(a)
     bits = 24
     i = Sym.var("i", bits)
@@ -263,23 +235,19 @@ def test_sym_proves_layout_for_all_indices(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_table_matches_evaluation(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl)
+@given(any_layouts(), st.data())
+def test_table_matches_evaluation(a: Layout, data: st.DataObject) -> None:
     t = a.table()
     n = tl.size(a)
-    idx = rng.sample(range(n), min(n, 16))
+    idx = data.draw(st.lists(st.integers(0, n - 1), min_size=min(n, 16), max_size=min(n, 16), unique=True))
     assert [int(t[i]) for i in idx] == [a(i) for i in idx]
     assert len(t) == n
 
 
 # ------------------------------------------------------------------------------- printing
 @LAWS
-@given(seeds())
-def test_parse_str_roundtrip(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl)
+@given(any_layouts())
+def test_parse_str_roundtrip(a: Layout) -> None:
     assert parse(str(a)) == a
     assert parse(a.to_str(static=True)) == a
     assert str(parse(a.to_str(static=True))) == str(a)

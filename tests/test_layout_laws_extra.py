@@ -5,7 +5,6 @@ pattern, the inverses of non-injective layouts, and hier_unzip."""
 
 from __future__ import annotations
 
-import random
 from math import gcd
 from typing import Any
 
@@ -15,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import threadmap.layout as tl
-from tests.strategies import build_any, build_layout, rng_for, seeds
 from threadmap.errors import LayoutError
 from threadmap.layout import Dyn, Layout
 from threadmap.layout import int_tuple as it
+from threadmap.testing.strategies import any_layouts, coords, int_tuples, layouts
 
-LAWS = settings(max_examples=300, deadline=None, database=None,
+LAWS = settings(max_examples=150, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -39,48 +38,30 @@ def test_exchange_sort_order_is_the_headers_exchange_sort(keys: list[int]) -> No
     assert tl.exchange_sort_order(keys) == brute_exchange_sort(keys)
 
 
-def _profile(rng: random.Random, depth: int = 0) -> Any:
-    if depth > 2 or rng.random() < 0.4:
-        return 0
-    return tuple(_profile(rng, depth + 1) for _ in range(rng.randint(1, 3)))
-
-
-def _fill(p: Any, rng: random.Random, lo: int, hi: int) -> Any:
-    if isinstance(p, tuple):
-        return tuple(_fill(x, rng, lo, hi) for x in p)
-    return rng.randint(lo, hi)
-
-
 @LAWS
-@given(seeds())
-def test_inner_product_is_crd2idx(seed: int) -> None:
-    rng, _lvl = rng_for(seed)
-    p = _profile(rng)
-    shape = _fill(p, rng, 1, 6)
-    stride = _fill(p, rng, -5, 9)
-    crd = it.transform_leaf(shape, lambda s: rng.randrange(s)) if isinstance(shape, tuple) \
-        else rng.randrange(shape)
+@given(int_tuples(min_value=1, max_value=6), st.data())
+def test_inner_product_is_crd2idx(shape: Any, data: st.DataObject) -> None:
+    flat = data.draw(st.lists(st.integers(-5, 9), min_size=len(tl.flatten_to_tuple(shape)),
+                              max_size=len(tl.flatten_to_tuple(shape))))
+    stride = tl.unflatten(tuple(flat), shape)
+    crd = data.draw(coords(shape))
     assert tl.inner_product(crd, stride) == tl.crd2idx(crd, shape, stride)
 
 
 @LAWS
-@given(seeds())
-def test_crd2crd_keeps_the_colex_index(seed: int) -> None:
-    rng, _lvl = rng_for(seed)
-    src = _fill(_profile(rng), rng, 1, 6)
+@given(int_tuples(min_value=1, max_value=6), st.data())
+def test_crd2crd_keeps_the_colex_index(src: Any, data: st.DataObject) -> None:
     n = tl.product(src)
     dst = tl.product_each(src) if isinstance(src, tuple) else (n,)
-    crd = tl.idx2crd(rng.randrange(n), src)
+    crd = tl.idx2crd(data.draw(st.integers(0, n - 1)), src)
     out = tl.crd2crd(crd, src, dst)
     col = tl.crd2idx(out, dst, it.compact_major_left(dst))
     assert col == tl.crd2idx(crd, src, it.compact_major_left(src)) or tl.rank(src) > 1
 
 
 @LAWS
-@given(seeds())
-def test_unflatten_inverts_flatten(seed: int) -> None:
-    rng, _lvl = rng_for(seed)
-    t = _fill(_profile(rng), rng, 0, 9)
+@given(int_tuples(min_value=0, max_value=9))
+def test_unflatten_inverts_flatten(t: Any) -> None:
     flat = tl.flatten_to_tuple(t)
     u = tl.unflatten(flat, t)
     assert u == t and tl.congruent(u, t) and tl.flatten_to_tuple(u) == flat
@@ -89,21 +70,18 @@ def test_unflatten_inverts_flatten(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_tuple_max_compatible_replace(seed: int) -> None:
-    rng, _lvl = rng_for(seed)
-    t = _fill(_profile(rng), rng, -5, 9)
+@given(int_tuples(min_value=-5, max_value=9), int_tuples(min_value=1, max_value=5), st.data())
+def test_tuple_max_compatible_replace(t: Any, s: Any, data: st.DataObject) -> None:
     leaves = tl.flatten_to_tuple(t)
     m = tl.tuple_max(t)
     assert m in leaves and all(m >= x for x in leaves)
-    s = _fill(_profile(rng), rng, 1, 5)
     assert tl.compatible(s, s)
     coarse = tl.product_each(s) if isinstance(s, tuple) else s
     assert tl.compatible(coarse, s)
     if tl.compatible(s, coarse):
         assert tl.product(s) == tl.product(coarse)
     if isinstance(t, tuple):
-        n = rng.randrange(len(t))
+        n = data.draw(st.integers(0, len(t) - 1))
         r = tl.replace(t, n, 42)
         assert r[n] == 42 and r[:n] == t[:n] and r[n + 1:] == t[n + 1:]
         assert tl.replace(t, len(t), 7) == t + (7,)
@@ -150,11 +128,10 @@ def test_dyn_arithmetic(a: int, b: int, op: str) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_cosize_is_the_codomain_extent_for_any_sign(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_layout(rng, lvl, max_size=512)
-    flips = [rng.choice([1, -1]) for _ in tl.flatten_to_tuple(a.stride)]
+@given(layouts(max_size=512), st.data())
+def test_cosize_is_the_codomain_extent_for_any_sign(a: Layout, data: st.DataObject) -> None:
+    n = len(tl.flatten_to_tuple(a.stride))
+    flips = data.draw(st.lists(st.sampled_from([1, -1]), min_size=n, max_size=n))
     a = Layout(a.shape, tl.unflatten(tuple(d * f for d, f in zip(tl.flatten_to_tuple(a.stride), flips)),
                                      a.stride))
     t = a.table(np.int64)
@@ -163,17 +140,15 @@ def test_cosize_is_the_codomain_extent_for_any_sign(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_inverses_of_any_layout(seed: int) -> None:
+@given(any_layouts(max_size=512), st.data())
+def test_inverses_of_any_layout(a: Layout, data: st.DataObject) -> None:
     """right_inverse: ``L(R(i)) == i`` for non-injective and negative-stride layouts too,
     with some dynamic integers; left_inverse (when it exists) of an injective layout:
     ``R(L(i)) == i``.  (For a non-injective layout the header's quasi-inverse does not
     satisfy ``L(R(L(i))) == L(i)`` in general; its results are checked against the header
     in test_layout_cxx_dynamic.)"""
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl, max_size=512)
-    if rng.random() < 0.3:
-        a = Layout(it.transform_leaf(a.shape, lambda s: Dyn(s) if rng.random() < 0.3 else s),
+    if data.draw(st.booleans()):
+        a = Layout(it.transform_leaf(a.shape, lambda s: Dyn(s) if data.draw(st.booleans()) else s),
                    a.stride)
     r = tl.right_inverse(a)
     for i in range(min(tl.size(r), 256)):
@@ -193,25 +168,24 @@ def test_inverses_of_any_layout(seed: int) -> None:
 
 
 @LAWS
-@given(seeds())
-def test_coalesce_with_dynamic_integers_keeps_the_function(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_layout(rng, lvl, max_size=512)
-    d = Layout(it.transform_leaf(a.shape, lambda s: Dyn(s) if rng.random() < 0.4 else s),
-               it.transform_leaf(a.stride, lambda s: Dyn(s) if rng.random() < 0.4 else s))
+@given(layouts(max_size=512), st.data())
+def test_coalesce_with_dynamic_integers_keeps_the_function(a: Layout, data: st.DataObject) -> None:
+    dyn = st.booleans()
+    d = Layout(it.transform_leaf(a.shape, lambda s: Dyn(s) if data.draw(dyn) else s),
+               it.transform_leaf(a.stride, lambda s: Dyn(s) if data.draw(dyn) else s))
     c = tl.coalesce(d)
     assert tl.size(c) == tl.size(d)
     assert [c(i) for i in range(tl.size(d))] == [a(i) for i in range(tl.size(a))]
 
 
 @LAWS
-@given(seeds())
-def test_hier_unzip_is_zipped_divide_and_product(seed: int) -> None:
-    rng, _lvl = rng_for(seed)
-    a = Layout((rng.choice([2, 4, 8]), rng.choice([2, 4, 8])))
-    t = (rng.choice([1, 2]), rng.choice([1, 2]))
+@given(st.sampled_from([2, 4, 8]), st.sampled_from([2, 4, 8]), st.sampled_from([1, 2]),
+       st.sampled_from([1, 2]), st.sampled_from([2, 3]))
+def test_hier_unzip_is_zipped_divide_and_product(m: int, n: int, t0: int, t1: int, k: int) -> None:
+    a = Layout((m, n))
+    t = (t0, t1)
     assert tl.hier_unzip(tl.logical_divide, a, t) == tl.zipped_divide(a, t)
-    b = Layout(rng.choice([2, 3]))
+    b = Layout(k)
     assert tl.hier_unzip(tl.logical_product, a, b) == tl.zipped_product(a, b)
     with pytest.raises(LayoutError):
         tl.hier_unzip(tl.composition, a, t)

@@ -7,7 +7,8 @@ pycute's ``crd2idx`` only uses ``% // * +`` and so evaluates numpy arrays too).
 The C++ headers (``cute/layout.hpp``, ``cute/stride.hpp``) are the truth.  pycute departs
 from them in the known ways listed in ``KNOWN_DISAGREEMENTS``; each comparison recognises
 exactly those departures with an explicit assertion (no xfail), and everything else must
-agree.  Every operation runs on 5,000 hypothesis cases (several operations share a case).
+agree.  Every operation runs on 1,200 hypothesis cases (several operations share a case;
+``THREADMAP_PYCUTE_CASES`` sets the number), drawn from :mod:`threadmap.testing.strategies`.
 """
 
 from __future__ import annotations
@@ -19,28 +20,28 @@ from typing import Any
 import numpy as np
 import pycute as pc
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import threadmap.layout as tl
-from tests.strategies import (
-    build_any,
-    build_compact,
-    build_composition_pair,
-    build_coord,
-    build_divide_pair,
-    build_injective,
-    build_product_pair,
-    build_shape,
-    build_slice_coord,
-    build_tiler,
-    rng_for,
-    seeds,
-)
 from threadmap.errors import LayoutError
 from threadmap.layout import Layout, Underscore
 from threadmap.layout.int_tuple import crd2idx, flatten_to_tuple, idx2crd
 from threadmap.layout.int_tuple import depth as it_depth
+from threadmap.testing.strategies import (
+    any_layouts,
+    compact_layouts,
+    composition_pairs,
+    coords,
+    divide_pairs,
+    injective_layouts,
+    product_pairs,
+    shapes,
+    slice_coords,
+    tilers,
+    tuple_tilers,
+)
 
-N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "5000"))
+N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "1200"))
 CASES = settings(max_examples=N_CASES, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -243,11 +244,9 @@ def compare(op: str, ours: Any, oerr: LayoutError | None, theirs: Any,
 # queries, evaluation, construction
 # ----------------------------------------------------------------------------------------------
 @CASES
-@given(seeds())
-def test_size_cosize_rank_depth_eval_crd_idx(seed: int) -> None:
+@given(any_layouts(max_size=1024), st.data())
+def test_size_cosize_rank_depth_eval_crd_idx(a: Layout, data: st.DataObject) -> None:
     """size, cosize, rank, depth, L(i), crd2idx (hierarchical coordinate), idx2crd."""
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl, 1024)
     p = pcl(a)
     n = tl.size(a)
     assert n == pc.size(p) == pc.product(a.shape)
@@ -255,9 +254,9 @@ def test_size_cosize_rank_depth_eval_crd_idx(seed: int) -> None:
     assert tl.rank(a) == len(p)
     assert tl.depth(a) == it_depth(a.shape) == _pc_depth(p.shape)
     assert np.array_equal(a.table(np.int64), table(p, n))
-    crd = build_coord(rng, a.shape)
+    crd = data.draw(coords(a.shape))
     assert a(crd) == p(crd) == pc.crd2idx(crd, a.shape, a.stride)
-    i = rng.randrange(n)
+    i = data.draw(st.integers(0, n - 1))
     assert idx2crd(i, a.shape) == pc.idx2crd(i, a.shape)
     assert crd2idx(idx2crd(i, a.shape), a.shape, a.stride) == p(i) == a(i)
 
@@ -267,11 +266,9 @@ def _pc_depth(t: Any) -> int:
 
 
 @CASES
-@given(seeds())
-def test_make_layout(seed: int) -> None:
+@given(shapes(max_size=1024), st.lists(any_layouts(max_size=64), min_size=1, max_size=3))
+def test_make_layout(shp: Any, parts: list[Layout]) -> None:
     """make_layout(shape) (K8: extent-1 modes get stride 0) and make_layout(L0, L1, ...)."""
-    rng, lvl = rng_for(seed)
-    shp = build_shape(rng, lvl, 1024)
     ours, theirs = tl.make_layout(shp), pc.Layout(shp)
     assert norm(ours.shape) == norm(theirs.shape)
     # K8: identical except that extent-1 leaves have stride 0 in the header
@@ -283,7 +280,6 @@ def test_make_layout(seed: int) -> None:
     r = tl.make_layout(shp, tl.LayoutRight)
     assert sorted(r.table(np.int64).tolist()) == list(range(tl.size(shp)))
     # concatenation
-    parts = [build_any(rng, min(lvl, 1), 64) for _ in range(rng.randint(1, 3))]
     ours2 = tl.make_layout(*parts)
     theirs2 = pc.make_layout(*[pcl(x) for x in parts])
     assert str(ours2) == norm(theirs2)
@@ -294,17 +290,15 @@ def test_make_layout(seed: int) -> None:
 # coalesce / filter
 # ----------------------------------------------------------------------------------------------
 @CASES
-@given(seeds())
-def test_coalesce_filter(seed: int) -> None:
+@given(any_layouts(max_size=1024), st.data())
+def test_coalesce_filter(a: Layout, data: st.DataObject) -> None:
     """coalesce and filter, with and without a by-mode profile."""
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl, 1024)
     p = pcl(a)
     for ours, theirs in ((tl.coalesce(a), pc.coalesce(p)), (tl.filter(a), pc.filter(p))):
         assert str(ours) == norm(theirs)
         assert same_function(ours, theirs)
     if isinstance(a.shape, tuple):
-        prof = (0,) * rng.randint(1, len(a.shape))
+        prof = (0,) * data.draw(st.integers(1, len(a.shape)))
         for ours, theirs in ((tl.coalesce(a, prof), pc.coalesce(p, prof)),
                              (tl.filter(a, prof), pc.filter(p, prof))):
             assert str(ours) == norm(theirs)
@@ -315,12 +309,11 @@ def test_coalesce_filter(seed: int) -> None:
 # complement
 # ----------------------------------------------------------------------------------------------
 @CASES
-@given(seeds())
-def test_complement(seed: int) -> None:
+@given(st.one_of(injective_layouts(max_size=256, max_cosize=1024), any_layouts(max_size=256)),
+       st.integers(0, 2), st.integers(1, 2048))
+def test_complement(a: Layout, which: int, any_m: int) -> None:
     """complement(L) and complement(L, M) on injective and arbitrary layouts (K4)."""
-    rng, lvl = rng_for(seed)
-    a = build_injective(rng, lvl, 256, 1024) if rng.random() < 0.6 else build_any(rng, lvl, 256)
-    m = rng.choice([tl.size(a), tl.cosize(a), rng.randint(1, 2048)])
+    m = [tl.size(a), tl.cosize(a), any_m][which]
     for args in ((a,), (a, m)):
         ours, oerr = call_ours(tl.complement, *args)
         theirs, terr = call_pc(pc.complement, *[pcl(x) for x in args])
@@ -337,13 +330,10 @@ def test_complement(seed: int) -> None:
 # inverses
 # ----------------------------------------------------------------------------------------------
 @CASES
-@given(seeds())
-def test_right_left_inverse(seed: int) -> None:
+@given(st.one_of(compact_layouts(max_size=1024), injective_layouts(max_size=256, max_cosize=1024),
+                 any_layouts(max_size=1024)))
+def test_right_left_inverse(a: Layout) -> None:
     """right_inverse (K6) and left_inverse (K5)."""
-    rng, lvl = rng_for(seed)
-    k = rng.randrange(3)
-    a = (build_compact(rng, lvl, 1024) if k == 0 else build_injective(rng, lvl, 256, 1024)
-         if k == 1 else build_any(rng, lvl, 1024))
     p = pcl(a)
     n = tl.size(a)
     tab = a.table(np.int64)
@@ -383,12 +373,10 @@ def test_right_left_inverse(seed: int) -> None:
 # slicing
 # ----------------------------------------------------------------------------------------------
 @CASES
-@given(seeds())
-def test_slice_and_offset(seed: int) -> None:
+@given(any_layouts(max_size=1024), st.data())
+def test_slice_and_offset(a: Layout, data: st.DataObject) -> None:
     """``L(_, k)`` slicing and slice_and_offset (pycute's ``None`` is CuTe's ``_``)."""
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, max(lvl, 1), 1024)
-    crd = build_slice_coord(rng, a.shape)
+    crd = data.draw(slice_coords(a.shape))
     pcrd = _pc_crd(crd)
     ours, off = tl.slice_and_offset(crd, a)
     theirs, poff = pc.slice_and_offset(pcrd, pcl(a))
@@ -443,16 +431,12 @@ def _composition_law(a: Layout, b: Layout) -> Any:
 
 
 @CASES
-@given(seeds())
-def test_composition(seed: int) -> None:
+@given(st.one_of(composition_pairs(max_size=512),
+                 st.tuples(any_layouts(max_size=512), any_layouts(max_size=512))), st.data())
+def test_composition(pair: tuple[Layout, Layout], data: st.DataObject) -> None:
     """composition with a Layout, an int and a tuple tiler (K1, K2, K3, K8; the header drops
     lhs modes beyond a tuple tiler's rank, pycute keeps them)."""
-    rng, lvl = rng_for(seed)
-    pair = build_composition_pair(rng, lvl, 512)
-    if pair is None or rng.random() < 0.25:
-        a, b = build_any(rng, lvl, 512), build_any(rng, lvl, 512)
-    else:
-        a, b = pair
+    a, b = pair
     ours, oerr = call_ours(tl.composition, a, b)
     theirs, terr = call_pc(pc.composition, pcl(a), pcl(b))
     tag = compare("composition", ours, oerr, theirs, terr, a=a, expect_size=tl.size(b),
@@ -464,8 +448,8 @@ def test_composition(seed: int) -> None:
         # curr_shape) admits results that are not lhs o rhs, e.g. (17,7):(0,51) o 16:16
         _composition_law(a, b)(ours)
     # integer tiler
-    n = rng.choice([d for d in range(1, tl.size(a) + 1) if tl.size(a) % d == 0] +
-                   [rng.randint(1, 64)])
+    n = data.draw(st.one_of(st.sampled_from([d for d in range(1, tl.size(a) + 1)
+                                             if tl.size(a) % d == 0]), st.integers(1, 64)))
     ours, oerr = call_ours(tl.composition, a, n)
     theirs, terr = call_pc(pc.composition, pcl(a), n)
     tag = compare("composition(int)", ours, oerr, theirs, terr, a=a, expect_size=n,
@@ -474,9 +458,9 @@ def test_composition(seed: int) -> None:
         check_k1(ours, theirs, a)
     # tuple tiler: the header drops the modes of lhs beyond the tiler (layout.hpp:1151-1153)
     if isinstance(a.shape, tuple):
-        r = rng.randint(1, len(a.shape))
-        tiler = tuple(build_tiler(rng, 1, a[i]) if rng.random() < 0.7 else
-                      rng.choice([1, tl.size(a[i])]) for i in range(r))
+        r = data.draw(st.integers(1, len(a.shape)))
+        tiler = tuple(data.draw(st.one_of(tilers(a[i]), st.sampled_from([1, tl.size(a[i])])))
+                      for i in range(r))
         ours, oerr = call_ours(tl.composition, a, tiler)
         theirs, terr = call_pc(pc.composition, pcl(a), header_tiler(tiler, True))
         if theirs is not None and ours is not None:
@@ -508,16 +492,11 @@ def _pc_flat_divide(p: Any, t: Any) -> Any:
 
 
 @CASES
-@given(seeds())
-def test_divides(seed: int) -> None:
+@given(st.one_of(divide_pairs(max_size=512),
+                 st.tuples(any_layouts(max_size=512), any_layouts(max_size=64))))
+def test_divides(pair: tuple[Layout, Layout]) -> None:
     """logical/zipped/tiled/flat_divide with a Layout tiler (K1-K4, K9)."""
-    rng, lvl = rng_for(seed)
-    pair = build_divide_pair(rng, lvl, 512)
-    if pair is None or rng.random() < 0.2:
-        a = build_any(rng, lvl, 512)
-        b = build_any(rng, lvl, 64)
-    else:
-        a, b = pair
+    a, b = pair
     pa, pb = pcl(a), pcl(b)
     ops = (("logical_divide", tl.logical_divide, pc.logical_divide),
            ("zipped_divide", tl.zipped_divide, pc.zipped_divide),
@@ -545,16 +524,12 @@ def _explain_divide(name: str, ours: Layout, theirs: Any, a: Layout, b: Layout) 
 
 
 @CASES
-@given(seeds())
-def test_divides_tuple_tiler(seed: int) -> None:
+@given(any_layouts(max_size=512), st.data())
+def test_divides_tuple_tiler(a: Layout, data: st.DataObject) -> None:
     """logical/zipped/tiled_divide with by-mode tuple tilers (ints, layouts, ``_``)."""
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, max(lvl, 1), 512)
     modes = list(a) if isinstance(a.shape, tuple) else [a]
-    r = rng.randint(1, len(modes))
-    tiler = tuple(rng.choice([d for d in range(1, tl.size(m) + 1) if tl.size(m) % d == 0])
-                  if rng.random() < 0.4 else (tl._ if rng.random() < 0.2 else
-                                              build_tiler(rng, 1, m)) for m in modes[:r])
+    tiler = data.draw(tuple_tilers(a))
+    r = len(tiler)
     pt = header_tiler(tiler)
     for name, f_ours, f_pc in (("logical_divide", tl.logical_divide, pc.logical_divide),
                                ("zipped_divide", tl.zipped_divide, pc.zipped_divide),
@@ -616,15 +591,10 @@ def _pc_blocked(p: Any, q: Any, raked: bool = False) -> Any:
 
 
 @CASES
-@given(seeds())
-def test_products(seed: int) -> None:
+@given(product_pairs(max_size=128, max_cosize=512))
+def test_products(pair: tuple[Layout, Layout]) -> None:
     """logical/zipped/tiled/blocked/raked_product with a Layout tiler."""
-    rng, lvl = rng_for(seed)
-    pair = build_product_pair(rng, lvl, 128, 512)
-    if pair is None:
-        a, b = build_injective(rng, lvl, 64, 256), build_compact(rng, 0, 8)
-    else:
-        a, b = pair
+    a, b = pair
     pa, pb = pcl(a), pcl(b)
     ops = (("logical_product", tl.logical_product, pc.logical_product),
            ("zipped_product", tl.zipped_product, pc.zipped_product),
@@ -646,12 +616,10 @@ def test_products(seed: int) -> None:
 
 
 @CASES
-@given(seeds())
-def test_products_int_and_tuple_tiler(seed: int) -> None:
+@given(st.one_of(injective_layouts(max_size=64, max_cosize=256), compact_layouts(max_size=64)),
+       st.integers(1, 8), st.data())
+def test_products_int_and_tuple_tiler(a: Layout, n: int, data: st.DataObject) -> None:
     """logical/zipped/tiled_product with integer tilers (K7) and by-mode tuple tilers."""
-    rng, lvl = rng_for(seed)
-    a = build_injective(rng, lvl, 64, 256) if rng.random() < 0.5 else build_compact(rng, lvl, 64)
-    n = rng.randint(1, 8)
     for name, f_ours, f_pc in (("logical_product", tl.logical_product, pc.logical_product),
                                ("zipped_product", tl.zipped_product, pc.zipped_product),
                                ("tiled_product", tl.tiled_product, pc.tiled_product)):
@@ -667,8 +635,9 @@ def test_products_int_and_tuple_tiler(seed: int) -> None:
             assert (buggy is None and ld is None) or norm(buggy) == norm(ld)  # K7, exactly
     # by-mode tuple tiler
     if isinstance(a.shape, tuple):
-        r = rng.randint(1, len(a.shape))
-        tiler = tuple(build_compact(rng, 0, 4) if rng.random() < 0.6 else tl._ for _i in range(r))
+        r = data.draw(st.integers(1, len(a.shape)))
+        tiler = tuple(data.draw(st.one_of(compact_layouts(max_size=4, max_depth=0), st.just(tl._)))
+                      for _i in range(r))
         ours, oerr = call_ours(tl.logical_product, a, tiler)
         theirs, terr = call_pc(pc.logical_product, pcl(a), header_tiler(tiler))
         if oerr is None and terr is None:

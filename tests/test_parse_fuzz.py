@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import build_any, rng_for, seeds
 from tests.timeouts import time_limit
 from threadmap.errors import LayoutError, ParseError, SwizzleError, ThreadmapError
 from threadmap.layout import ComposedLayout, Layout
 from threadmap.layout.parse import parse, parse_int_tuple
+from threadmap.testing.strategies import any_layouts, swizzles
 
 FUZZ = settings(max_examples=1500, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -76,14 +76,18 @@ def test_random_unicode(text: str) -> None:
     check_contract(text)
 
 
-@FUZZ
-@given(seeds())
-def test_near_miss_mutations_of_valid_layouts(seed: int) -> None:
-    rng, lvl = rng_for(seed)
-    a = build_any(rng, lvl)
-    text = a.to_str(static=rng.random() < 0.3)
-    if rng.random() < 0.2:
-        text = f"Sw<{rng.randint(0, 4)},{rng.randint(0, 4)},{rng.randint(-4, 6)}> o {text}"
+@settings(FUZZ, max_examples=500)  # each case draws a whole layout: fewer, richer cases
+@given(any_layouts(), st.booleans(), st.one_of(st.none(), swizzles(max_bits=4, max_base=4, max_shift=6),
+                                               st.tuples(st.integers(0, 4), st.integers(0, 4),
+                                                         st.integers(-4, 6))),
+       st.randoms(use_true_random=False))
+def test_near_miss_mutations_of_valid_layouts(a: Layout, static: bool, sw: Any, rng: Any) -> None:
+    """Mutations of valid layouts (some swizzled, valid or not: the last form draws raw
+    ``Sw<B,M,S>`` parameters); ``rng`` is hypothesis's own random, so mutations shrink."""
+    text = a.to_str(static=static)
+    if sw is not None:
+        b, m, s = (sw.bits, sw.base, sw.shift) if not isinstance(sw, tuple) else sw
+        text = f"Sw<{b},{m},{s}> o {text}"
     out = check_contract(mutate(text, rng))
     assert out is not None
 

@@ -783,6 +783,44 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
         click.echo(f"wrote {_path_text(svg_path)}")
 
 
+@main.command("spec-header")
+@click.option("--include-dir", is_flag=True, help="print the folder of threadmap_spec.h (for -I) and exit")
+@click.option("--cutlass-include", is_flag=True,
+              help="print the CUTLASS/CuTe include folder threadmap uses ($THREADMAP_CUTLASS_INCLUDE, else the "
+                   "nvidia-cutlass package's) and exit")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the header itself (or the folder); json: {include_dir, cutlass_include, header, text}")
+def spec_header_cmd(include_dir: bool, cutlass_include: bool, fmt: str) -> None:
+    """Print the C++ header that writes a spec from your real CuTe/CUTLASS objects.
+
+    \b
+      nvcc -std=c++17 -x c++ -I$(threadmap spec-header --include-dir) -I<cutlass>/include \\
+           my_spec.cpp -o my_spec && ./my_spec > my_kernel.yaml && threadmap verify my_kernel.yaml
+
+    In the program: threadmap::Spec s("name"); s.element<float>().threads(256).grid(gx, gy);
+    s.tensor("x", layout, threadmap::global).copy(tiled_copy, threadmap::tile("x", tile_shape,
+    "bx", "by"), "sA").barrier() ...; s.print();  The header's comment documents every call.
+    """
+    from threadmap.gpu.toolchain import cutlass_include as cutlass_inc
+    from threadmap.gpu.toolchain import include_dir as inc_dir
+
+    header = inc_dir() / "threadmap_spec.h"
+    cutlass = cutlass_inc()
+    if include_dir and cutlass_include:
+        raise UsageError("give --include-dir or --cutlass-include, not both")
+    if fmt == "json":
+        click.echo(json.dumps({"include_dir": str(inc_dir()), "cutlass_include": cutlass and str(cutlass),
+                               "header": str(header), "text": header.read_text()}, indent=2))
+    elif cutlass_include:
+        if cutlass is None:
+            raise UsageError("no CUTLASS headers: pip install nvidia-cutlass, or set THREADMAP_CUTLASS_INCLUDE")
+        click.echo(str(cutlass))
+    elif include_dir:
+        click.echo(str(inc_dir()))
+    else:
+        click.echo(header.read_text(), nl=False)
+
+
 @main.command("schema")
 def schema_cmd() -> None:
     """Print the JSON Schema of spec files (for editor autocompletion)."""

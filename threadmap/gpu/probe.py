@@ -119,6 +119,11 @@ def _partition_lines(side: SideModel, tile_var: str) -> tuple[list[str], str | N
         method = "partition_S" if which == "src" else "partition_D"
         return [f"auto tc_{w} = make_tiled_copy({atom}{{}}, {cxx_obj(thr)}, {cxx_obj(val)});",
                 f"auto part_{w} = tc_{w}.get_slice(tid).{method}({ident});"], None
+    if kind == "tiled_copy_tv":
+        _, atom, tv, tiler, which = maker
+        method = "partition_S" if which == "src" else "partition_D"
+        return [f"auto tc_{w} = make_tiled_copy_impl({atom}{{}}, {cxx_obj(tv)}, {cxx_obj(tiler)});",
+                f"auto part_{w} = tc_{w}.get_slice(tid).{method}({ident});"], None
     if kind == "mma":
         _, op, atom_layout, operand = maker
         return [f"auto mma_{w} = make_tiled_mma(MMA_Atom<{op}>{{}}, {cxx_obj(atom_layout)});",

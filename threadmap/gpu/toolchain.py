@@ -32,7 +32,8 @@ class ToolchainError(ThreadmapError):
 
 
 def include_dir() -> Path:
-    """The folder holding ``threadmap_probe.h`` (``threadmap gpu --include-dir``)."""
+    """The folder holding ``threadmap_probe.h`` and ``threadmap_spec.h`` (``threadmap gpu
+    --include-dir``, ``threadmap spec-header --include-dir``)."""
     return Path(__file__).resolve().parent / "include"
 
 
@@ -116,10 +117,11 @@ def cutlass_version(inc: Path) -> str:
 def _key(source: str, flags: Sequence[str], inc: Path) -> str:
     """A cache key of a compile: the source, the flags (include folders left out: the same
     headers may sit elsewhere on another machine), the CUTLASS version and threadmap's own
-    header."""
+    headers."""
     kept = [f for f in flags if not f.startswith("-I")]
-    header = (include_dir() / "threadmap_probe.h").read_text()  # a source may include it
-    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc), header]).encode()).hexdigest()[:24]
+    # a source may include any of them
+    headers = "".join(h.read_text() for h in sorted(include_dir().glob("*.h")))
+    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc), headers]).encode()).hexdigest()[:24]
 
 
 def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:

@@ -100,7 +100,7 @@ from threadmap.layout.layout import *  # noqa: F401,F403
 from threadmap.layout.layout import __all__ as _layout_all
 from threadmap.layout.layout import coalesce_x, exchange_sort_order, tuple_str
 from threadmap.layout.layout_composed import ComposedLayout, composition3, make_composed_layout
-from threadmap.layout.parse import parse, parse_int_tuple, parse_layout
+from threadmap.layout.parse import parse, parse_int_tuple, parse_layout, parse_tiler
 from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.printing import layout_grid, num_digits, print_layout
 from threadmap.layout.swizzle import Swizzle, make_swizzle
@@ -121,7 +121,7 @@ __all__ = [*_layout_all, "Sym", "select_value", "ArithTuple", "ScaledBasis", "ma
            "inner_product", "shape_div", "shape_mod", "safe_div", "tuple_max", "unflatten",
            "replace", "compatible", "congruent", "weakly_congruent", "elem_less", "MAX_DEPTH",
            "Dyn", "as_dynamic", "as_static", "is_static", "exchange_sort_order", "coalesce_x", "tuple_str",
-           "parse", "parse_int_tuple", "parse_layout", "layout_grid", "num_digits",
+           "parse", "parse_int_tuple", "parse_layout", "parse_tiler", "layout_grid", "num_digits",
            "print_layout", "ComposedLayout", "composition3", "make_composed_layout",
            "SmemPtrFlag", "Swizzle", "make_swizzle", "make_layout_from_swizzle",
            "swizzled_logical_product", "Tensor", "make_tensor", "make_identity_tensor",

@@ -458,4 +458,48 @@ def parse_int_tuple(text: str, env: Mapping[str, int] | None = None, *,
     return run_parser(text, env, "int tuple", dynamic)
 
 
+def _top_level_items(text: str) -> list[str] | None:
+    """The comma-separated items of ``(a,b,...)`` at nesting depth 1, or None if ``text`` is
+    not one parenthesised tuple."""
+    t = text.strip()
+    if not (t.startswith("(") and t.endswith(")")):
+        return None
+    items, depth, start = [], 0, 1
+    for i, ch in enumerate(t):
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+            if depth == 0 and i != len(t) - 1:
+                return None  # '(a):(b)' is a layout, not a tuple of tilers
+        elif ch == "," and depth == 1:
+            items.append(t[start:i])
+            start = i + 1
+    items.append(t[start:-1])
+    return items
+
+
+def parse_tiler(text: str, env: Mapping[str, int] | None = None) -> Any:
+    """Parse a CuTe tiler as ``print`` writes one: a shape ``(_16,_64)``, a layout, or a tuple
+    whose items are integers or layouts (``(_16:_1,(_2,_4):(_1,_8))``, a ``Tile<...>``).
+
+    Law: each item parses as :func:`parse_int_tuple` when it is an integer and as
+    :func:`parse_layout` otherwise, so ``parse_tiler(str(t)) == t`` for such tilers.
+    """
+    items = _top_level_items(text)
+    if items is None:
+        try:
+            return parse_int_tuple(text, env)
+        except ParseError:
+            return parse_layout(text, env)
+    out: list[Any] = []
+    for item in items:
+        try:
+            v = parse_int_tuple(item, env)
+            out.append(v if is_int(v) else parse_tiler(item, env))
+        except ParseError:
+            out.append(parse_layout(item, env))
+    return tuple(out)
+
+
 parse = parse_layout

@@ -408,18 +408,31 @@ class _Builder:
                 part = thread_layout_partition(tile, thr, threads)
             elif side.tiled_copy is not None:
                 tcs = side.tiled_copy
-                thr = self.plain_layout(ps.layouts["tiled_copy.threads"], (*path, "tiled_copy", "threads"), "thread")
-                val = self.plain_layout(ps.layouts["tiled_copy.values"], (*path, "tiled_copy", "values"), "value")
+                tp = (*path, "tiled_copy")
                 try:
                     op = L.get_copy_op(tcs.atom)
                 except ThreadmapError as ex:
-                    raise self.fail((*path, "tiled_copy", "atom"), str(ex)) from None
-                tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
+                    raise self.fail((*tp, "atom"), str(ex)) from None
+                if tcs.layout_tv is not None:
+                    # the TiledCopy as C++ holds it: TiledCopy<Copy_Atom, TiledLayout_TV, Tiler_MN>
+                    tv = self.plain_layout(ps.layouts["tiled_copy.layout_tv"], (*tp, "layout_tv"), "TV")
+                    try:
+                        tiler = L.parse_tiler(tcs.tiler or "")
+                        tc = L.make_tiled_copy_impl((op, t.elem_bits), tv, tiler)
+                    except (ThreadmapError, ValueError) as ex:
+                        raise self.fail((*tp, "tiler"), str(ex)) from None
+                    maker: tuple[Any, ...] = ("tiled_copy_tv", tc.atom.cxx_type, tv, tiler, which)
+                    thr_path = (*tp, "layout_tv")
+                else:
+                    thr = self.plain_layout(ps.layouts["tiled_copy.threads"], (*tp, "threads"), "thread")
+                    val = self.plain_layout(ps.layouts["tiled_copy.values"], (*tp, "values"), "value")
+                    tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
+                    maker = ("tiled_copy", tc.atom.cxx_type, thr, val, which)
+                    thr_path = (*tp, "threads")
                 if tc.tiled_num_thr != threads:
-                    raise self.fail((*path, "tiled_copy", "threads"), f"tiled copy has {tc.tiled_num_thr} "
-                                                                      f"threads, but threads = {threads}")
-                part = replace(tiled_copy_partition(tile, tc, which, threads),
-                               maker=("tiled_copy", tc.atom.cxx_type, thr, val, which))
+                    raise self.fail(thr_path, f"tiled copy has {tc.tiled_num_thr} "
+                                              f"threads, but threads = {threads}")
+                part = replace(tiled_copy_partition(tile, tc, which, threads), maker=maker)
             elif side.thread_map is not None:
                 part = self.thread_map(path, side, tile, threads)
             elif side.mma is not None:

@@ -45,6 +45,7 @@ class LocalPartition:
     vec: int
     #: how the partition was made, for code that instantiates the real templates (the GPU
     #: probe): ``("threads", thr_layout)``, ``("tiled_copy", copy_atom_type, thr, val, "src"|"dst")``,
+    #: ``("tiled_copy_tv", copy_atom_type, layout_tv, tiler, "src"|"dst")``,
     #: ``("mma", mma_op_type, atom_layout, operand)``, ``("thread_map", thread_map, contiguous_mode)``
     maker: tuple[Any, ...] | None = field(default=None, compare=False)
 

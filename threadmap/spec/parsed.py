@@ -105,8 +105,10 @@ class ParsedSpec:
                 if side.threads is not None:
                     lays["threads"] = LayoutTemplate.of(side.threads)
                 if side.tiled_copy is not None:
-                    lays["tiled_copy.threads"] = LayoutTemplate.of(side.tiled_copy.threads)
-                    lays["tiled_copy.values"] = LayoutTemplate.of(side.tiled_copy.values)
+                    for key in ("threads", "values", "layout_tv"):
+                        text = getattr(side.tiled_copy, key)
+                        if text is not None:
+                            lays[f"tiled_copy.{key}"] = LayoutTemplate.of(text)
                 if side.mma is not None:
                     lays["mma.atom_layout"] = LayoutTemplate.of(side.mma.atom_layout)
                 sides[(i, which)] = ParsedSide(

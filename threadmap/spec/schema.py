@@ -82,11 +82,27 @@ class TensorSpec(_Model):
 
 
 class TiledCopySpec(_Model):
-    """``make_tiled_copy(Copy_Atom<atom, T>, threads, values)``."""
+    """``make_tiled_copy(Copy_Atom<atom, T>, threads, values)``, or the TiledCopy itself:
+    ``TiledCopy<Copy_Atom<atom, T>, layout_tv, tiler>`` (what a C++ TiledCopy holds, whichever
+    way it was made: ``TiledLayout_TV`` and ``Tiler_MN``)."""
 
-    threads: str = Field(description="thread layout (CuTe notation)")
-    values: str = Field(description="value layout (CuTe notation)")
+    threads: str | None = Field(None, description="thread layout (CuTe notation)")
+    values: str | None = Field(None, description="value layout (CuTe notation)")
+    layout_tv: str | None = Field(None, description="(thread, value) -> tile coordinate layout, the "
+                                                    "TiledCopy's TiledLayout_TV (instead of threads/values)")
+    tiler: str | None = Field(None, description="the TiledCopy's Tiler_MN, e.g. '(_16,_64)' (with layout_tv)")
     atom: str = Field("AutoVectorizingCopy", description="copy operation, e.g. UniversalCopy<uint128_t>")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> TiledCopySpec:
+        plain = (self.threads is not None, self.values is not None)
+        tv = (self.layout_tv is not None, self.tiler is not None)
+        if any(plain) and any(tv):
+            raise ValueError("give either threads and values, or layout_tv and tiler")
+        if plain != (True, True) and tv != (True, True):
+            raise ValueError("give threads and values (make_tiled_copy), or layout_tv and tiler "
+                             "(the TiledCopy's TiledLayout_TV and Tiler_MN)")
+        return self
 
 
 class ThreadMapSpec(_Model):

@@ -106,8 +106,10 @@ def _layout_fields(spec: Spec) -> Iterator[tuple[Path_, str]]:
         if side.threads is not None:
             yield (*base, "threads"), side.threads
         if side.tiled_copy is not None:
-            yield (*base, "tiled_copy", "threads"), side.tiled_copy.threads
-            yield (*base, "tiled_copy", "values"), side.tiled_copy.values
+            for key in ("threads", "values", "layout_tv"):
+                text = getattr(side.tiled_copy, key)
+                if text is not None:
+                    yield (*base, "tiled_copy", key), text
         if side.mma is not None:
             yield (*base, "mma", "atom_layout"), side.mma.atom_layout
 

@@ -499,6 +499,13 @@ def get_mma_atom(name: str) -> MMAAtom:
             raise AtomError(f"{name!r}: a GMMA atom takes <GMMA::Major::{{K,MN}}, "
                             "GMMA::Major::{K,MN}>")
         return _GMMA_FACTORIES[(m.group(3), m.group(4))](int(m.group(1)), majors[0], majors[1])
+    if base == "UniversalFMA" and args:
+        # UniversalFMA<D, A = D, B = A, C = D>: compilers print it without its defaults
+        d, *rest = args.split(",")
+        a = rest[0] if rest else d
+        b = rest[1] if len(rest) > 1 else a
+        c = rest[2] if len(rest) > 2 else d
+        args = ",".join((d, a, b, c))
     if "<" + args + ">" != "".join(atom.cxx_template_args.split()) and not (m and args == ""):
         raise AtomError(f"{name!r}: threadmap has {base} only as {atom.cxx_type}")
     return atom
