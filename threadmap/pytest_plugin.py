@@ -173,7 +173,11 @@ class SpecFile(pytest.File):
 
         state = self.config.stash[_STATE]
         try:
-            loaded = api.load(_shown(self.path), state.sizes)
+            loaded = api.load(_shown(self.path))
+            if state.sizes:  # the sizes this spec has: one option serves a project of many specs
+                mine = {k: v for k, v in state.sizes.items() if k in loaded.spec.sizes}
+                loaded = api.load(loaded, mine) if mine else loaded
+            api.models(loaded)  # what only building the kernel model finds is invalid too
         except ThreadmapError as e:
             # CollectError shows its message alone: the loader's FILE:LINE:COL: field.path: message
             raise self.CollectError(str(e)) from None
@@ -242,7 +246,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 if rep.when == "call" and EXPECTED_FAILURE in dict(rep.user_properties)]
     if expected:
         terminalreporter.write_sep("-", "threadmap")
-        terminalreporter.write_line(f"{len(expected)} spec{'s' if len(expected) != 1 else ''} failed as their "
-                                    "expect block says (passed):")
+        one = len(expected) == 1
+        terminalreporter.write_line(f"{len(expected)} spec{'' if one else 's'} passed by failing as "
+                                    f"{'its' if one else 'their'} expect block says:")
         for nodeid, checks in expected:
             terminalreporter.write_line(f"  {nodeid}: {checks}")

@@ -486,6 +486,10 @@ def parse_tiler(text: str, env: Mapping[str, int] | None = None) -> Any:
     Law: each item parses as :func:`parse_int_tuple` when it is an integer and as
     :func:`parse_layout` otherwise, so ``parse_tiler(str(t)) == t`` for such tilers.
     """
+    if not isinstance(text, str):
+        raise ParseError(f"a tiler is text such as '(_16,_64)', got {text!r}")
+    if len(text) > MAX_TEXT:
+        raise ParseError(f"tiler text longer than {MAX_TEXT} characters")
     items = _top_level_items(text)
     if items is None:
         try:

@@ -28,6 +28,7 @@ C++ object is (its ``TiledLayout_TV`` and ``Tiler_MN``), a TiledMMA as its atom 
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -70,10 +71,37 @@ _OP_SPELLING = {"AutoVectorizingCopyWithAssumedAlignment<128>": "AutoVectorizing
                 "AutoVectorizingCopyWithAssumedAlignment<8>": "DefaultCopy"}
 
 
+def _int(x: Any) -> int | None:
+    """``x`` as a Python int when it is an integer of any kind (numpy's too), else None."""
+    if isinstance(x, bool):
+        return None
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
 def _expr(x: Any) -> Expr:
-    if isinstance(x, bool) or not isinstance(x, (int, str)):
+    if isinstance(x, str):
+        return x
+    v = _int(x)
+    if v is None:
         raise SpecError(f"an expression is an int or a string such as 'ceil_div(M, 16)', got {x!r}")
-    return x
+    return v
+
+
+def _plain(x: Any, what: str) -> Any:
+    """A JSON-like copy of ``x`` (numpy integers become ints); anything else is an error."""
+    if x is None or isinstance(x, (bool, str, float)):
+        return x
+    v = _int(x)
+    if v is not None:
+        return v
+    if isinstance(x, (list, tuple)):
+        return [_plain(y, what) for y in x]
+    if isinstance(x, dict):
+        return {str(k): _plain(y, what) for k, y in x.items()}
+    raise SpecError(f"{what}: expected numbers, strings, lists or mappings, got {x!r}")
 
 
 class Side:
@@ -90,9 +118,19 @@ class Side:
         """``local_tile(tensor, shape, (at...))``: a CTA tile at block coordinates given as spec
         expressions of ``bx``, ``by``, ``bz``."""
         from threadmap.layout import product
+        from threadmap.layout.int_tuple import flatten_to_tuple
+
+        def extent(e: Any) -> Expr:
+            if isinstance(e, str):
+                return e
+            leaves = flatten_to_tuple(e) if isinstance(e, tuple) else (e,)
+            if any(_int(v) is None or _int(v) < 1 for v in leaves):  # type: ignore[operator]
+                raise SpecError(f"side {self.name}: a tile is a shape of positive integers (or size "
+                                f"expressions such as 'M'), got {shape!r}")
+            return int(product(tuple(int(v) for v in leaves)))
+
         # one extent per top-level mode, as local_tile takes size<i>(tile_shape)
-        ext = list(shape) if isinstance(shape, (tuple, list)) else [shape]
-        ext = [e if isinstance(e, str) else product(e) for e in ext]
+        ext = [extent(e) for e in (list(shape) if isinstance(shape, (tuple, list)) else [shape])]
         if len(at) != len(ext):
             raise SpecError(f"side {self.name}: a rank-{len(ext)} tile needs {len(ext)} tile coordinates")
         self.fields["tile"] = [_expr(e) for e in ext]
@@ -182,6 +220,13 @@ class Spec:
     """A spec under construction; every method returns ``self`` so calls chain as in C++."""
 
     def __init__(self, name: str, description: str = "") -> None:
+        for what, text in (("name", name), ("description", description)):
+            if not isinstance(text, str):
+                raise SpecError(f"the spec's {what} is a string, got {text!r}")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SpecError(f"the spec's {what} {text!r} is not valid Unicode text") from None
         self.data: dict[str, Any] = {"spec": 1, "name": name}
         if description:
             self.data["description"] = description
@@ -190,7 +235,7 @@ class Spec:
 
     # -- the kernel -----------------------------------------------------------------------
     def element(self, name: str) -> Spec:
-        if name not in ELEMENT_BITS:
+        if not isinstance(name, str) or name not in ELEMENT_BITS:
             raise SpecError(f"unknown element type {name!r}; known: {', '.join(ELEMENT_BITS)}")
         self.data["element"] = name
         return self
@@ -201,7 +246,7 @@ class Spec:
 
     def sizes(self, **sizes: int | dict[str, Any]) -> Spec:
         """Named problem sizes: ``sizes(M=1024)`` or a range ``sizes(N={"min": 1, "max": 4096})``."""
-        self.data.setdefault("sizes", {}).update(sizes)
+        self.data.setdefault("sizes", {}).update(_plain(sizes, "sizes"))
         return self
 
     def grid(self, *extents: Expr) -> Spec:
@@ -289,7 +334,7 @@ class Spec:
     # -- expectations ---------------------------------------------------------------------
     def expect(self, **fields: Any) -> Spec:
         """The ``expect:`` block: ``expect(verdict="fail", failing_checks=["bank_conflicts"])``."""
-        self.data.setdefault("expect", {}).update(fields)
+        self.data.setdefault("expect", {}).update(_plain(fields, "expect"))
         return self
 
     # -- output ---------------------------------------------------------------------------
@@ -308,11 +353,15 @@ class Spec:
     def write(self, path: str | Path) -> Path:
         """Write the spec file (``.yaml``/``.yml`` or ``.json``, by suffix)."""
         p = Path(path)
-        p.write_text(self.to_json() if p.suffix == ".json" else self.to_yaml())
+        if p.suffix.lower() not in (".yaml", ".yml", ".json"):
+            raise SpecError(f"{p}: the builder writes .yaml, .yml or .json files")
+        p.write_text(self.to_json() if p.suffix.lower() == ".json" else self.to_yaml())
         return p
 
     def load(self) -> LoadedSpec:
-        """The validated spec (errors point into the YAML text :meth:`to_yaml` writes)."""
+        """The validated spec: its schema and the checks made before any model is built
+        (errors point into the YAML text :meth:`to_yaml` writes); :meth:`verify` builds the
+        kernel model and reports what only that finds in the report's ``errors``."""
         from threadmap.spec.load import loads_spec
         return loads_spec(self.to_yaml(), "yaml", f"<Spec {self.data.get('name')!r}>")
 

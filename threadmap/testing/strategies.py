@@ -287,7 +287,15 @@ def slice_coords(shape: Any) -> st.SearchStrategy[Any]:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def _count(what: str, value: Any, lo: int, hi: int) -> int:
+    """A count parameter, checked (strategies are called with user values)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{what} must be an integer in {lo}..{hi}, got {value!r}")
+    return value
 
 
 def tilers(a: Layout) -> st.SearchStrategy[Layout]:
@@ -481,8 +489,9 @@ def thread_layouts(draw: st.DrawFn, num_threads: int, *, rank: int | None = None
     ``max_depth > 1``), the flat modes in column-major, row-major or any order, compact or
     (unless ``compact``) injective with gaps ``<= max_gap``.  Shrinks toward the rank-1
     ``num_threads:1`` (or ``(num_threads,1,...)`` column-major for a fixed rank)."""
-    if num_threads < 1:
-        raise ValueError(f"thread_layouts: num_threads must be positive, got {num_threads}")
+    _count("thread_layouts: num_threads", num_threads, 1, 1024)
+    if rank is not None:
+        _count("thread_layouts: rank", rank, 1, 8)
     r = rank if rank is not None else draw(st.integers(1, max(1, max_rank)))
     modes, rem = [], num_threads
     for _ in range(r - 1):
@@ -513,6 +522,10 @@ def value_layouts(draw: st.DrawFn, vector_width: int, *, rank: int = 2,
     repeated ``1..max_repeat`` times along the same mode: rank 1 ``n:1``; rank 2 the values
     along mode 0 (``(n,1):(1,n)``) or mode 1 (``(1,n):(n,1)``), ``n = vector_width * repeat``.
     Shrinks toward one repeat along mode 0."""
+    if _count("value_layouts: vector_width", vector_width, 1, 1024) & (vector_width - 1):
+        raise ValueError(f"value_layouts: vector_width must be a power of two, got {vector_width}")
+    _count("value_layouts: rank", rank, 1, 8)
+    _count("value_layouts: max_repeat", max_repeat, 1, 1024)
     n = vector_width * draw(st.integers(1, max(1, max_repeat)))
     if rank == 1:
         return Layout(n, 1)
@@ -741,6 +754,13 @@ def specs(draw: st.DrawFn, *, families: Sequence[str] = SPEC_FAMILIES,
     from ``elements`` (``f32``, ``f16``, ``u8``, ``f64``), predicates from ``predicates``.
     No ``expect`` block except the transpose's transform: add one to make a check fail.
     Shrinks toward the first family, one block, the first element type and predicate."""
+    bad = [e for e in elements if e not in ELEMENT_TYPES]
+    if not elements or bad:
+        raise ValueError(f"specs: elements must be some of {sorted(ELEMENT_TYPES)}, got {list(elements)}")
+    if not predicates or any(p not in ("bounds", "none", "vector") for p in predicates):
+        raise ValueError(f"specs: predicates must be some of bounds, none, vector; got {list(predicates)}")
+    if threads is not None:
+        _count("specs: threads", threads, 1, 1024)
     elem = draw(st.sampled_from(list(elements)))
     pred = draw(st.sampled_from(list(predicates)))
     fams = [f for f in SPEC_FAMILIES if f in families]

@@ -29,7 +29,9 @@
 // .threads(thr_layout) (local_partition), .tiled_copy(tc), .mma(tiled_mma, 'A'),
 // .thread_map<ThreadMap>(contiguous_mode).  Spec::copy(tiled_copy, src, dst) gives the tiled
 // copy to both sides.  Misuse throws threadmap::SpecError; types with no spec spelling fail
-// to compile with a static_assert naming them.
+// to compile with a static_assert naming them.  An operand copy of a TiledMMA
+// (make_tiled_copy_A/B) reads each element once per MMA atom sharing it: write
+// expect_coverage("replicated") for it.
 #pragma once
 
 #include <cstdio>
@@ -221,6 +223,9 @@ std::vector<long long> extents(Shape const& s) {
     return {static_cast<long long>(s)};
   }
 }
+
+template <class T> struct is_tiled_copy : std::false_type {};
+template <class... Args> struct is_tiled_copy<cute::TiledCopy<Args...>> : std::true_type {};
 
 template <class TM> struct tiled_mma_parts;
 template <class Atom, class AtomLayoutMNK, class PermutationMNK>
@@ -438,6 +443,9 @@ class Spec {
   // The tiled copy partitions both sides (partition_S, partition_D) unless a side has its own.
   template <class TiledCopy>
   Spec& copy(TiledCopy const& tc, Side src, Side dst) {
+    static_assert(detail::is_tiled_copy<TiledCopy>::value,
+                  "threadmap: Spec::copy(tiled_copy, src, dst) takes a cute::TiledCopy first "
+                  "(make_tiled_copy, make_tiled_copy_A/B/C); partition sides with .threads(layout)");
     if (!src.partitioned() && !src.is_registers()) src.tiled_copy(tc);
     if (!dst.partitioned() && !dst.is_registers()) dst.tiled_copy(tc);
     return copy(std::move(src), std::move(dst));

@@ -37,7 +37,7 @@ CXX_TYPE_BITS: dict[str, int] = {
     "int32_t": 32, "uint32_t": 32, "int": 32, "float": 32, "tfloat32_t": 32,
     "cutlass::tfloat32_t": 32,
     "int64_t": 64, "uint64_t": 64, "double": 64,
-    "uint128_t": 128, "cute::uint128_t": 128,
+    "uint128_t": 128, "cute::uint128_t": 128, "cutlass::uint128_t": 128,
 }
 
 #: threadmap's short value-type names (``mma_atoms``) -> C++ names.
