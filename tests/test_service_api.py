@@ -174,6 +174,13 @@ def test_bad_requests_are_4xx_with_the_loaders_message(local: Server) -> None:
         assert c.get("/v1/jobs/" + "0" * 32).status_code == 404
         big = "# " + "x" * (1 << 20) + "\n" + ROW_SMEM.read_text()
         assert c.post("/v1/jobs", content=big, headers=YAML).status_code == 413
+        # work limits, checked before any work: an exhaustive grid past 2^20 blocks
+        r = c.post("/v1/jobs", content=ROW_SMEM.read_text(), headers=YAML,
+                   params={"sizes": "M=65536,N=65536", "exhaustive": "true"})
+        assert r.status_code == 422 and "enumerates at most 1048576" in r.json()["detail"]
+        # a size the spec does not have
+        r = c.post("/v1/jobs", content=ROW_SMEM.read_text(), headers=YAML, params={"sizes": "Q=4"})
+        assert r.status_code == 422 and "no size 'Q'" in r.json()["detail"]
 
 
 def test_fuzz_corpus_and_hostile_specs_never_5xx(local: Server) -> None:
