@@ -285,8 +285,14 @@ def test_kill_9_with_jobs_queued_and_running_then_restart(tmp_path: Path) -> Non
                            params={"sizes": f"M={n},N={n}", "exhaustive": "true"})
                 assert r.status_code == 202
                 ids.append(r.json()["id"])
-            states = [c.get(f"/v1/jobs/{i}").json()["state"] for i in ids]
-            assert "queued" in states
+            import time
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 20:  # one running, the others waiting for the one worker
+                states = [c.get(f"/v1/jobs/{i}").json()["state"] for i in ids]
+                if "running" in states:
+                    break
+                time.sleep(0.05)
+            assert "running" in states and "queued" in states, states
     finally:
         srv.kill()
     from threadmap.service.store import Store
