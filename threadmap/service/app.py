@@ -337,25 +337,22 @@ def create_app(settings: Settings) -> FastAPI:
     async def job_junit(job_id: str) -> Response:
         return Response(done_job(job_id).junit or "", media_type="application/xml")
 
+    async def in_child(task: dict[str, Any]) -> dict[str, Any]:
+        """Work a request needs done now (a drawing, a calculation) in a job child with the job
+        limits and the synchronous time limit: never in the server process."""
+        lim = settings.limits
+        result: dict[str, Any] = await asyncio.to_thread(run_job, task, lim.sync_seconds, lim.job_memory_mb)
+        if "error" in result:
+            code = 408 if result["error"].startswith("time limit") else 422
+            raise HTTPException(code, result["error"])
+        return result
+
     @app.get("/v1/jobs/{job_id}/svg", summary="The TV-layout grids and bank/sector heat maps of one stage")
     async def job_svg(job_id: str, stage: int | None = None, block: int = 0) -> Response:
-        import threadmap.api as api
-        job = get_job(job_id)
-
-        def draw() -> str | None:
-            from threadmap.spec.load import loads_spec, with_sizes
-            loaded = loads_spec(job.spec_text, job.spec_format, job.name)  # type: ignore[arg-type]
-            if job.options.get("sizes"):
-                loaded = with_sizes(loaded, job.options["sizes"])
-            return api.show(loaded, stage=stage, block=block, svg=True).svg
-
-        try:
-            svg = await asyncio.wait_for(asyncio.to_thread(draw), timeout=settings.limits.sync_seconds)
-        except TimeoutError:
-            raise HTTPException(408, "drawing took too long") from None
-        except (ThreadmapError, ValueError, IndexError) as e:
-            raise HTTPException(422, str(e)) from None
-        return Response(svg or "", media_type="image/svg+xml")
+        job = await asyncio.to_thread(get_job, job_id)
+        result = await in_child({"kind": "svg", "text": job.spec_text, "format": job.spec_format, "name": job.name,
+                                 "options": job.options, "stage": stage, "block": block})
+        return Response(result["svg"], media_type="image/svg+xml")
 
     @app.post("/v1/verify", summary="Verify one small spec synchronously (time-limited)")
     async def verify_now(request: Request) -> JSONResponse:
@@ -375,7 +372,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.post("/v1/layout", summary="The CuTe layout calculator")
     async def layout(req: LayoutRequest) -> dict[str, Any]:
-        return await asyncio.to_thread(_layout, req)
+        result = await in_child({"kind": "layout", "expr": req.expr, "ops": req.ops})
+        return result["layout"]  # type: ignore[no-any-return]
 
     @app.get("/v1/schema", summary="The JSON Schema of spec files")
     async def schema() -> JSONResponse:
@@ -403,25 +401,3 @@ def create_app(settings: Settings) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 
-
-def _layout(req: LayoutRequest) -> dict[str, Any]:
-    import threadmap.layout as L
-    from threadmap.layout.calculator import Show, run_layout
-    try:
-        steps = run_layout([req.expr, *req.ops])
-    except (ThreadmapError, ValueError, ArithmeticError, TypeError, IndexError, RecursionError) as e:
-        raise HTTPException(422, str(e)) from None
-    result = steps[-1][1]
-    out: dict[str, Any] = {"expr": req.expr, "ops": req.ops, "input": str(steps[0][1])}
-    lay = result.layout if isinstance(result, Show) else result
-    if isinstance(lay, L.Layout) or hasattr(lay, "layout_b"):
-        out["result"] = str(lay)
-        out["size"] = int(L.size(lay))
-        out["cosize"] = int(L.cosize(lay))
-        if L.rank(lay) == 2 and L.size(lay) <= 4096:
-            out["grid"] = L.layout_grid(lay).tolist()
-    elif isinstance(result, list):
-        out["result"] = " ".join(str(v) for v in result[:4096])
-    else:
-        out["result"] = str(result)
-    return out

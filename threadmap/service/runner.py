@@ -23,9 +23,53 @@ def _limit_memory(mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
 
 
+def _layout(expr: str, ops: list[str]) -> dict[str, Any]:
+    """The calculator's answer (``threadmap layout EXPR OPS...``), or ``{"error"}``."""
+    import threadmap.layout as L
+    from threadmap.errors import ThreadmapError
+    from threadmap.layout.calculator import Show, run_layout
+    try:
+        steps = run_layout([expr, *ops])
+    except (ThreadmapError, ValueError, ArithmeticError, TypeError, IndexError, RecursionError) as e:
+        return {"error": str(e) or type(e).__name__}
+    result = steps[-1][1]
+    out: dict[str, Any] = {"expr": expr, "ops": ops, "input": str(steps[0][1])}
+    lay = result.layout if isinstance(result, Show) else result
+    if isinstance(lay, L.Layout) or hasattr(lay, "layout_b"):
+        out["result"] = str(lay)
+        out["size"] = int(L.size(lay))
+        out["cosize"] = int(L.cosize(lay))
+        if L.rank(lay) == 2 and L.size(lay) <= 4096:
+            out["grid"] = L.layout_grid(lay).tolist()
+    elif isinstance(result, list):
+        out["result"] = " ".join(str(v) for v in result[:4096]) + (" ..." if len(result) > 4096 else "")
+    else:
+        out["result"] = str(result)
+    return {"layout": out}
+
+
+def _svg(job: dict[str, Any]) -> dict[str, Any]:
+    """One stage's pictures (``threadmap show --svg``), or ``{"error"}``."""
+    from threadmap import api
+    from threadmap.errors import ThreadmapError
+    from threadmap.spec.load import loads_spec, with_sizes
+    try:
+        loaded = loads_spec(job["text"], job["format"], job["name"])
+        if job["options"].get("sizes"):
+            loaded = with_sizes(loaded, job["options"]["sizes"])
+        return {"svg": api.show(loaded, stage=job.get("stage"), block=int(job.get("block") or 0), svg=True).svg or ""}
+    except (ThreadmapError, ValueError, IndexError, ArithmeticError) as e:
+        return {"error": str(e) or type(e).__name__}
+
+
 def run(job: dict[str, Any], on_progress: Any = None) -> dict[str, Any]:
-    """Verify or prove one job; ``on_progress({"done", "total"})`` is called as it goes
-    (default: a progress line on stderr)."""
+    """One job: verify or prove a spec (``on_progress({"done", "total"})`` is called as it
+    goes; default: a progress line on stderr), or for a request, draw a stage
+    (``kind: svg``) or run the calculator (``kind: layout``)."""
+    if job.get("kind") == "layout":
+        return _layout(job["expr"], list(job.get("ops") or []))
+    if job.get("kind") == "svg":
+        return _svg(job)
     from threadmap import __version__
     from threadmap.report.model import ProveReport, VerifyReport
     from threadmap.report.model import SpecError as SpecErrorModel
