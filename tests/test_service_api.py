@@ -183,6 +183,29 @@ def test_bad_requests_are_4xx_with_the_loaders_message(local: Server) -> None:
         assert r.status_code == 422 and "no size 'Q'" in r.json()["detail"]
 
 
+def test_browser_and_network_guards(local: Server) -> None:
+    """Another site's page may not write (no preflight for text/plain), a name that resolves to
+    loopback is not this server's (DNS rebinding), answers are not sniffed, odd input to the
+    calculator is a 422, and a stage too large to draw is refused before it is drawn."""
+    with local.client() as c:
+        r = c.post("/v1/jobs", content=SWIZZLED.read_text(),
+                   headers={"content-type": "text/plain", "origin": "http://evil.example"})
+        assert r.status_code == 403 and "cross-origin" in r.json()["detail"]
+        same = c.post("/v1/jobs", content=SWIZZLED.read_text(),
+                      headers={**YAML, "origin": local.url})
+        assert same.status_code in (200, 202)
+        assert c.get("/healthz", headers={"host": "evil.example"}).status_code == 400
+        assert c.head("/healthz").status_code == 200
+        assert c.get("/healthz").headers["x-content-type-options"] == "nosniff"
+        r = c.post("/v1/layout", content=b'{"expr": "(4,4):(1,4) \\ud83d"}',
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 422
+        wide = HUGE_TILE.replace("2048", "512")
+        job = wait_done(c, c.post("/v1/jobs", content=wide, headers=YAML).json()["id"])
+        r = c.get(f"/v1/jobs/{job['id']}/svg")
+        assert r.status_code == 422 and "pictures are drawn for tiles of at most 65536" in r.json()["detail"]
+
+
 def test_fuzz_corpus_and_hostile_specs_never_5xx(local: Server) -> None:
     hostile = [
         "a: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
@@ -214,8 +237,10 @@ def test_token_guards_the_write_endpoints(tmp_path: Path) -> None:
             assert c.post("/v1/jobs", content=SWIZZLED.read_text(), headers=YAML).status_code == 401
             assert c.post("/v1/verify", content=SWIZZLED.read_text(), headers=YAML,
                           ).status_code == 401
-            ok = c.post("/v1/jobs", content=SWIZZLED.read_text(), headers={**YAML, "authorization": "Bearer s3cret"})
-            assert ok.status_code in (200, 202)
+            assert c.post("/v1/jobs", content=SWIZZLED.read_text(),
+                          headers={**YAML, "authorization": "Bearer wrong"}).status_code == 401
+            ok = c.post("/v1/jobs", content=SWIZZLED.read_text(), headers={**YAML, "authorization": "bearer s3cret"})
+            assert ok.status_code in (200, 202)  # the scheme's case does not matter (RFC 7235)
             assert c.get(f"/v1/jobs/{ok.json()['id']}").status_code == 200  # reading needs no token
     finally:
         srv.stop()
@@ -304,6 +329,32 @@ def test_kill_9_with_jobs_queued_and_running_then_restart(tmp_path: Path) -> Non
             finals = [wait_done(c, i, timeout_s=300) for i in ids]
         assert [f["state"] for f in finals] == ["done"] * 4, finals
         assert all(f["report"]["runs"][0]["verdict"] == "pass" for f in finals)
+    finally:
+        srv.stop()
+
+
+def test_synchronous_work_is_bounded(tmp_path: Path) -> None:
+    """Drawings, calculations and synchronous verifies run in children, at most
+    --sync-workers at once: past that a 503, and the job API stays quick."""
+    import threading
+    srv = start(tmp_path / "jobs.db", "--sync-workers", "1", "--sync-timeout", "30")
+    slow = ROW_SMEM.read_text().replace("{M: 1024, N: 1024}", "{M: 4096, N: 4096}")
+    try:
+        with srv.client() as c:
+            got: list[int] = []
+            t = threading.Thread(target=lambda: got.append(
+                c.post("/v1/verify", content=slow, headers=YAML, params={"exhaustive": "true"}).status_code))
+            t.start()
+            import time
+            time.sleep(1.0)
+            busy = c.post("/v1/layout", json={"expr": "(2,3):(3,1)"})
+            assert busy.status_code == 503 and busy.headers["retry-after"]
+            t0 = time.monotonic()
+            assert c.get("/healthz").status_code == 200 and c.get("/v1/schema").status_code == 200
+            assert time.monotonic() - t0 < 5
+            t.join(120)
+            assert got == [200]
+            assert c.post("/v1/layout", json={"expr": "(2,3):(3,1)"}).status_code == 200
     finally:
         srv.stop()
 

@@ -797,7 +797,9 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
 @click.option("--job-memory", default=4096, show_default=True, type=click.IntRange(64, 1 << 22),
               help="MiB of address space a job may use")
 @click.option("--sync-timeout", default=20.0, show_default=True, type=click.FloatRange(0.1, 3600),
-              help="seconds POST /v1/verify may take")
+              help="seconds POST /v1/verify, a stage's pictures or a calculation may take")
+@click.option("--sync-workers", default=2, show_default=True, type=click.IntRange(1, 256),
+              help="synchronous requests (verify, pictures, calculator) at once; beyond it 503")
 @click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(1024, 1 << 30),
               help="request body limit in bytes")
 @click.option("--token", envvar="THREADMAP_TOKEN", default=None,
@@ -805,7 +807,8 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
 @click.option("--dask", "dask_address", default=None, metavar="SCHEDULER_ADDRESS",
               help="run jobs on a Dask distributed cluster (tcp://host:8786) instead of local workers")
 def serve_cmd(host: str, port: int, db: str, workers: int, queue_max: int, job_timeout: float, job_memory: int,
-              sync_timeout: float, max_body: int, token: str | None, dask_address: str | None) -> None:
+              sync_timeout: float, sync_workers: int, max_body: int, token: str | None,
+              dask_address: str | None) -> None:
     """Run the verification service: the HTTP API (/docs), the job store and the Layout
     Explorer page (/).
 
@@ -826,7 +829,8 @@ def serve_cmd(host: str, port: int, db: str, workers: int, queue_max: int, job_t
     limits = Limits(max_body_bytes=max_body, job_seconds=job_timeout, job_memory_mb=job_memory,
                     sync_seconds=sync_timeout)
     settings = Settings(db=db, workers=workers, queue_max=queue_max, token=token or None,
-                        dask_address=dask_address, limits=limits)
+                        dask_address=dask_address, limits=limits, sync_workers=sync_workers,
+                        loopback=host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."))
     try:
         app = create_app(settings)
     except Exception as e:  # noqa: BLE001 - an unusable store or cluster is a usage problem

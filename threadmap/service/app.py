@@ -18,6 +18,7 @@ worker threads or, with ``dask_address``, by a Dask cluster's workers.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -26,13 +27,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import ClientDisconnect
 
 from threadmap import __version__
 from threadmap.errors import ThreadmapError
@@ -51,6 +56,8 @@ class Settings:
     queue_max: int = 256            # queued + running jobs; beyond it POST /v1/jobs answers 503
     token: str | None = None        # bearer token for the write endpoints
     dask_address: str | None = None
+    sync_workers: int = 2           # drawings, calculations and POST /v1/verify at once; then 503
+    loopback: bool = False          # bound to a loopback address: only loopback host names are served
     limits: Limits = field(default_factory=Limits)
 
 
@@ -120,6 +127,9 @@ class Service:
         self.backend: Backend | None = None
         self.inflight: set[str] = set()
         self.lock = threading.RLock()  # admission: the capacity check and the dispatch together
+        self.sync_busy = 0              # synchronous children running (event-loop thread only)
+        self.sync_pool = ThreadPoolExecutor(max_workers=max(1, settings.sync_workers),
+                                            thread_name_prefix="threadmap-sync")
 
     def start(self) -> None:
         self.backend = Backend(self.settings)
@@ -129,6 +139,7 @@ class Service:
     def stop(self) -> None:
         if self.backend is not None:
             self.backend.close()
+        self.sync_pool.shutdown(wait=False, cancel_futures=True)
 
     def dispatch(self, job_id: str) -> None:
         job = self.store.get(job_id)
@@ -181,8 +192,8 @@ def _job_view(job: Job, full: bool = True) -> dict[str, Any]:
 def _check_token(settings: Settings, request: Request) -> None:
     if settings.token is None:
         return
-    got = request.headers.get("authorization", "")
-    if got != f"Bearer {settings.token}":
+    scheme, _, got = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(got.strip(), settings.token):
         raise HTTPException(401, "this endpoint needs 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
 
@@ -193,11 +204,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"request body of {declared} bytes; the limit is {limit}")
     chunks, n = [], 0
-    async for chunk in request.stream():
-        n += len(chunk)
-        if n > limit:
-            raise HTTPException(413, f"request body over the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            n += len(chunk)
+            if n > limit:
+                raise HTTPException(413, f"request body over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise HTTPException(400, "the client went away before sending the whole body") from None
     return b"".join(chunks)
 
 
@@ -245,8 +259,10 @@ async def _parse_specs(request: Request, settings: Settings, options: Options) -
 def _options(request: Request) -> Options:
     q = request.query_params
     try:
-        return Options.of(q.get("checks"), q.get("engine", "verify"), q.get("sizes"),
-                          q.get("exhaustive", "false").lower() in ("1", "true", "yes"))
+        flag = q.get("exhaustive", "false").lower()
+        if flag not in ("1", "true", "yes", "0", "false", "no", ""):
+            raise ValueError(f"exhaustive must be true or false, got {q.get('exhaustive')!r}")
+        return Options.of(q.get("checks"), q.get("engine", "verify"), q.get("sizes"), flag in ("1", "true", "yes"))
     except ThreadmapError as e:
         raise HTTPException(422, str(e)) from None
     except ValueError as e:
@@ -338,10 +354,21 @@ def create_app(settings: Settings) -> FastAPI:
         return Response(done_job(job_id).junit or "", media_type="application/xml")
 
     async def in_child(task: dict[str, Any]) -> dict[str, Any]:
-        """Work a request needs done now (a drawing, a calculation) in a job child with the job
-        limits and the synchronous time limit: never in the server process."""
+        """Work a request needs done now (a drawing, a calculation, a synchronous verify) in a
+        job child with the job limits and the synchronous time limit, never in the server
+        process; at most ``sync_workers`` at once, on their own threads (the store's calls keep
+        theirs), else 503."""
+        if svc.sync_busy >= settings.sync_workers:
+            svc.metrics.rejected.labels("sync_busy").inc()
+            raise HTTPException(503, "the server is busy with other synchronous requests; retry later",
+                                headers={"Retry-After": "2"})
+        svc.sync_busy += 1
         lim = settings.limits
-        result: dict[str, Any] = await asyncio.to_thread(run_job, task, lim.sync_seconds, lim.job_memory_mb)
+        try:
+            result: dict[str, Any] = await asyncio.get_running_loop().run_in_executor(
+                svc.sync_pool, run_job, task, lim.sync_seconds, lim.job_memory_mb)
+        finally:
+            svc.sync_busy -= 1
         if "error" in result:
             code = 408 if result["error"].startswith("time limit") else 422
             raise HTTPException(code, result["error"])
@@ -362,13 +389,18 @@ def create_app(settings: Settings) -> FastAPI:
         if len(reqs) != 1:
             raise HTTPException(400, "POST /v1/verify takes one spec; use POST /v1/jobs for several")
         r = reqs[0]
-        lim = settings.limits
-        result = await asyncio.to_thread(run_job, payload(r), lim.sync_seconds, lim.job_memory_mb)
-        if "error" in result:
-            code = 408 if result["error"].startswith("time limit") else 422
-            raise HTTPException(code, result["error"] + ("; submit it as a job: POST /v1/jobs"
-                                                         if code == 408 else ""))
-        return JSONResponse(result["report"])
+        try:
+            result = await in_child(payload(r))
+        except HTTPException as e:
+            if e.status_code == 408:
+                e.detail = f"{e.detail}; submit it as a job: POST /v1/jobs"
+            raise
+        report = result["report"]
+        errors = report.get("errors") or []
+        if errors and not report.get("runs") and all(e.get("status") == "invalid" for e in errors):
+            # found only once the model is built: still the spec's fault, said the loader's way
+            raise HTTPException(422, "\n".join(e["message"] for e in errors))
+        return JSONResponse(report)
 
     @app.post("/v1/layout", summary="The CuTe layout calculator")
     async def layout(req: LayoutRequest) -> dict[str, Any]:
@@ -380,7 +412,7 @@ def create_app(settings: Settings) -> FastAPI:
         from threadmap.spec.cli_schema import schema_dict
         return JSONResponse(schema_dict())
 
-    @app.get("/healthz")
+    @app.api_route("/healthz", methods=["GET", "HEAD"])
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", "threadmap": __version__, "backend": "dask" if settings.dask_address else "local",
                 "inflight": len(svc.inflight)}
@@ -399,5 +431,28 @@ def create_app(settings: Settings) -> FastAPI:
         return HTMLResponse((STATIC / "index.html").read_text(), headers={"Content-Security-Policy": csp})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # the default handler echoes the input back, which fails on lone surrogates (a 500)
+        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")).encode("utf-8", "replace").decode()}
+                  for e in exc.errors()]
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Any:
+        # a page on another site may POST here (text/plain and forms need no preflight): a
+        # browser says where it comes from, and only this server's own page may write
+        origin = request.headers.get("origin")
+        if request.method in WRITE_METHODS and origin and origin != "null":
+            if urlsplit(origin).netloc != request.headers.get("host", ""):
+                return JSONResponse({"detail": f"cross-origin request from {origin} refused"}, status_code=403)
+        response = await call_next(request)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    if settings.loopback:
+        # DNS rebinding: a name that resolves to 127.0.0.1 is not this server's name
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "[::1]", "::1"])
     return app
 

@@ -55,11 +55,13 @@ class Options:
         from threadmap.api import check_names
         if engine not in ("verify", "prove"):
             raise ValueError(f"engine must be 'verify' or 'prove', got {engine!r}")
+        from threadmap.verify import CHECK_NAMES
         names: tuple[str, ...] | None = None
         if checks:
             raw = [c.strip() for c in (checks.split(",") if isinstance(checks, str) else checks) if c.strip()]
-            got = check_names(raw)
-            names = tuple(sorted(got)) if got is not None else None
+            got = check_names(raw) if raw else None
+            # every check, or none named, is the default: one job, not three
+            names = tuple(sorted(got)) if got and set(got) != set(CHECK_NAMES) else None
         pairs: dict[str, int] = {}
         if isinstance(sizes, str):
             for part in filter(None, (p.strip() for p in sizes.split(","))):
@@ -78,6 +80,8 @@ class Options:
         for k, v in pairs.items():
             if not 1 <= v <= 2**40:
                 raise ValueError(f"sizes: {k} = {v} must be in 1..2^40")
+        if engine == "prove":  # a proof covers every property and enumerates nothing
+            names, exhaustive = None, False
         return Options(names, engine, tuple(sorted(pairs.items())), bool(exhaustive))  # type: ignore[arg-type]
 
 
@@ -152,8 +156,11 @@ def validate(text: str, fmt: Format, name: str, options: Options, limits: Limits
 def job_key(loaded: LoadedSpec, options: Options) -> str:
     """The content address of a job: the validated spec (so comments, formatting and the file
     format do not matter), the options and threadmap's version."""
-    spec = loaded.spec.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    doc = json.dumps({"spec": spec, "options": options.as_dict(), "threadmap": __version__}, sort_keys=True)
+    spec = loaded.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    opts = options.as_dict()
+    # a size set to the value the spec already fixes changes nothing
+    opts["sizes"] = {k: v for k, v in opts["sizes"].items() if loaded.spec.sizes.get(k) != v}
+    doc = json.dumps({"spec": spec, "options": opts, "threadmap": __version__}, sort_keys=True)
     return hashlib.sha256(doc.encode()).hexdigest()[:32]
 
 

@@ -14,6 +14,8 @@ import sys
 from typing import Any
 
 MEMORY_EXIT = 70  # threadmap.service.jobs.MEMORY_EXIT
+#: the largest tile a request may have drawn (a cell is a few hundred bytes of SVG)
+MAX_DRAWN_CELLS = 1 << 16
 
 
 def _limit_memory(mb: int) -> None:
@@ -50,6 +52,8 @@ def _layout(expr: str, ops: list[str]) -> dict[str, Any]:
 
 def _svg(job: dict[str, Any]) -> dict[str, Any]:
     """One stage's pictures (``threadmap show --svg``), or ``{"error"}``."""
+    import numpy as np
+
     from threadmap import api
     from threadmap.errors import ThreadmapError
     from threadmap.spec.load import loads_spec, with_sizes
@@ -57,7 +61,16 @@ def _svg(job: dict[str, Any]) -> dict[str, Any]:
         loaded = loads_spec(job["text"], job["format"], job["name"])
         if job["options"].get("sizes"):
             loaded = with_sizes(loaded, job["options"]["sizes"])
-        return {"svg": api.show(loaded, stage=job.get("stage"), block=int(job.get("block") or 0), svg=True).svg or ""}
+        stage = job.get("stage")
+        model = api.models(loaded)[0]
+        for cp in model.copies():
+            for side in (cp.src, cp.dst):
+                cells = int(np.prod(side.tile, dtype=np.int64)) if side.tensor is not None else 0
+                if (stage is None or cp.index == stage) and cells > MAX_DRAWN_CELLS:
+                    return {"error": f"stage {cp.index} {side.which}: a tile of {cells} elements; pictures are "
+                                     f"drawn for tiles of at most {MAX_DRAWN_CELLS} (pick a stage with ?stage=N, "
+                                     "or use threadmap show --svg on a smaller tile)"}
+        return {"svg": api.show(loaded, stage=stage, block=int(job.get("block") or 0), svg=True).svg or ""}
     except (ThreadmapError, ValueError, IndexError, ArithmeticError) as e:
         return {"error": str(e) or type(e).__name__}
 
