@@ -68,6 +68,23 @@ def test_missing_path_exits_2() -> None:
     assert code == 2 and "no such file" in err
 
 
+def test_exit_statuses_of_the_real_commands() -> None:
+    """The statuses a shell sees, from the installed script and from ``python -m threadmap``
+    (not only from the command's function): 2 for a missing file, 1 for findings."""
+    import shutil
+    import subprocess
+    import sys
+    script = shutil.which("threadmap", path=str(Path(sys.executable).parent))
+    commands = [[sys.executable, "-m", "threadmap"], [sys.executable, "-m", "threadmap.cli"]]
+    commands += [[script]] if script else []
+    for cmd in commands:
+        missing = subprocess.run([*cmd, "verify", "/nonexistent/spec.yaml"], capture_output=True, text=True)
+        assert missing.returncode == 2 and "no such file" in missing.stderr, (cmd, missing.stderr)
+        failing = subprocess.run([*cmd, "verify", "specs/cute_transpose/row_smem.yaml"], capture_output=True,
+                                 text=True, cwd=Path(__file__).resolve().parent.parent)
+        assert failing.returncode == 1, (cmd, failing.stderr)
+
+
 def test_simulate_csv_and_json() -> None:
     code, out, _ = run("simulate", GOOD)
     lines = out.splitlines()
