@@ -5,14 +5,18 @@ LocalCluster with 2 workers, and the limits (body, queue, token, time, memory)."
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install 'threadmap[service]'")
 pytest.importorskip("distributed", reason="the service extra is not installed: pip install 'threadmap[service]'")
@@ -83,7 +87,6 @@ def test_health_schema_metrics_docs(server: Server) -> None:
 def test_job_report_is_the_cli_report_in_every_format(server: Server) -> None:
     want = _essence(_cli_report(ROW_SMEM))
     text = ROW_SMEM.read_text()
-    import yaml
     doc = yaml.safe_load(text)
     bodies = [(text, "application/yaml"), (json.dumps(doc), "application/json")]
     with server.client() as c:
@@ -310,7 +313,6 @@ def test_kill_9_with_jobs_queued_and_running_then_restart(tmp_path: Path) -> Non
                            params={"sizes": f"M={n},N={n}", "exhaustive": "true"})
                 assert r.status_code == 202
                 ids.append(r.json()["id"])
-            import time
             t0 = time.monotonic()
             while time.monotonic() - t0 < 20:  # one running, the others waiting for the one worker
                 states = [c.get(f"/v1/jobs/{i}").json()["state"] for i in ids]
@@ -336,7 +338,6 @@ def test_kill_9_with_jobs_queued_and_running_then_restart(tmp_path: Path) -> Non
 def test_synchronous_work_is_bounded(tmp_path: Path) -> None:
     """Drawings, calculations and synchronous verifies run in children, at most
     --sync-workers at once: past that a 503, and the job API stays quick."""
-    import threading
     srv = start(tmp_path / "jobs.db", "--sync-workers", "1", "--sync-timeout", "30")
     slow = ROW_SMEM.read_text().replace("{M: 1024, N: 1024}", "{M: 4096, N: 4096}")
     try:
@@ -345,7 +346,6 @@ def test_synchronous_work_is_bounded(tmp_path: Path) -> None:
             t = threading.Thread(target=lambda: got.append(
                 c.post("/v1/verify", content=slow, headers=YAML, params={"exhaustive": "true"}).status_code))
             t.start()
-            import time
             time.sleep(1.0)
             busy = c.post("/v1/layout", json={"expr": "(2,3):(3,1)"})
             assert busy.status_code == 503 and busy.headers["retry-after"]
@@ -371,7 +371,6 @@ def test_store_migrates_and_survives(tmp_path: Path) -> None:
     s.fail("k1", "why")
     s.retry("k1")
     assert s.get("k1").state == "queued"  # type: ignore[union-attr]
-    import sqlite3
     with sqlite3.connect(tmp_path / "a.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # a store from a newer threadmap is refused, not damaged

@@ -263,9 +263,7 @@ def _options(request: Request) -> Options:
         if flag not in ("1", "true", "yes", "0", "false", "no", ""):
             raise ValueError(f"exhaustive must be true or false, got {q.get('exhaustive')!r}")
         return Options.of(q.get("checks"), q.get("engine", "verify"), q.get("sizes"), flag in ("1", "true", "yes"))
-    except ThreadmapError as e:
-        raise HTTPException(422, str(e)) from None
-    except ValueError as e:
+    except (ThreadmapError, ValueError) as e:
         raise HTTPException(422, str(e)) from None
 
 

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from threadmap import __version__
@@ -107,8 +108,8 @@ class Request:
     options: Options
     loaded: LoadedSpec = field(repr=False)
 
-    @property
-    def key(self) -> str:
+    @cached_property
+    def key(self) -> str:  # admission reads it several times; one hash of the spec
         return job_key(self.loaded, self.options)
 
 
@@ -219,7 +220,7 @@ def _run_forked(job: Mapping[str, Any], timeout_s: float, memory_mb: int,
             if left <= 0:
                 proc.kill()
                 proc.join(10)
-                return {"error": f"time limit: the job ran longer than {timeout_s:g} s and was killed"}
+                return _time_limit(timeout_s)
             if not parent.poll(min(left, 1.0)):
                 if not proc.is_alive() and not parent.poll(0):
                     break
@@ -241,12 +242,7 @@ def _run_forked(job: Mapping[str, Any], timeout_s: float, memory_mb: int,
     proc.join(10)
     if result is not None:
         return result
-    code = proc.exitcode
-    if code == MEMORY_EXIT:
-        return {"error": f"memory limit: the job needed more than {memory_mb} MiB and was stopped"}
-    if code is not None and code < 0:
-        return {"error": f"the job's process died of signal {signal.Signals(-code).name}"}
-    return {"error": f"internal error: the job's process ended (exit status {code}) without a result"}
+    return _ended(proc.exitcode, memory_mb)
 
 
 def _run_subprocess(job: Mapping[str, Any], timeout_s: float, memory_mb: int,
@@ -287,7 +283,7 @@ def _run_subprocess(job: Mapping[str, Any], timeout_s: float, memory_mb: int,
     except subprocess.TimeoutExpired:
         _kill(proc)
         proc.wait()
-        return {"error": f"time limit: the job ran longer than {timeout_s:g} s and was killed"}
+        return _time_limit(timeout_s)
     finally:
         for t in readers:
             t.join(5)
@@ -298,11 +294,22 @@ def _run_subprocess(job: Mapping[str, Any], timeout_s: float, memory_mb: int,
         except json.JSONDecodeError:
             return {"error": "internal error: the job's output is not JSON"}
     tail = "\n".join(err_lines[-5:])
-    if "MemoryError" in tail or proc.returncode == MEMORY_EXIT:
+    return _ended(MEMORY_EXIT if "MemoryError" in tail else proc.returncode, memory_mb, tail)
+
+
+def _time_limit(timeout_s: float) -> dict[str, Any]:
+    return {"error": f"time limit: the job ran longer than {timeout_s:g} s and was killed"}
+
+
+def _ended(code: int | None, memory_mb: int, tail: str = "") -> dict[str, Any]:
+    """Why a job's child ended without a result, from its exit status (and its last words)."""
+    if code == MEMORY_EXIT:
         return {"error": f"memory limit: the job needed more than {memory_mb} MiB and was stopped"}
-    if proc.returncode < 0:
-        return {"error": f"the job's process died of signal {signal.Signals(-proc.returncode).name}: {tail}"}
-    return {"error": f"internal error (exit status {proc.returncode}): {tail}"}
+    if code is not None and code < 0:
+        return {"error": f"the job's process died of signal {signal.Signals(-code).name}" + (f": {tail}" if tail
+                                                                                            else "")}
+    return {"error": f"internal error: the job's process ended (exit status {code}) without a result"
+                     + (f": {tail}" if tail else "")}
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
