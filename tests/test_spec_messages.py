@@ -23,8 +23,16 @@ tensors:
   s: {memory: shared, layout: "(32,4):(4,1)"}
 stages:
   - copy:
-      src: {tensor: x, tile: [32, 4], at: [bx, 0], tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)", atom: ATOM}}
-      dst: {tensor: s, tile: [32, 4], at: [AT, 0], tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)"}}
+      src:
+        tensor: x
+        tile: [32, 4]
+        at: [bx, 0]
+        tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)", atom: ATOM}
+      dst:
+        tensor: s
+        tile: [32, 4]
+        at: [AT, 0]
+        tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)"}
 """
 
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.layout import cosize, parse_layout, rank, size
+from threadmap.layout import cosize, rank, size
 from threadmap.layout import shape as layout_shape
 from threadmap.spec.expr import BLOCK_NAMES, INT64_MAX, Relation, evaluate, parse_expr, parse_relation
 from threadmap.spec.located import Errors, Path_
-from threadmap.spec.parsed import LayoutTemplate
+from threadmap.spec.parsed import LayoutTemplate, bind_layout
 from threadmap.spec.pydantic_errors import COMMA_HINT, unbalanced
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
 
@@ -322,7 +322,7 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         layouts: dict[Path_, Any] = {}
         for p, text in _layout_fields(spec):
             try:
-                lay = parse_layout(text, env)
+                lay = bind_layout(text, env)
                 inner = getattr(lay, "layout_b", lay)
                 if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
                     errs.add(p, f"layout {text!r} needs integer strides (basis strides such as 1@0 make "
