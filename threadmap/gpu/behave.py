@@ -120,12 +120,12 @@ def _extent(model: KernelModel, t: Any) -> int:
     """Elements a global tensor's allocation needs: its layout's cosize, and beyond it every
     offset an access can reach over the grid (interval bounds; an unpredicated access past
     the edge must land in the allocation, where the counts see it, not in another buffer)."""
-    from threadmap.model.kernel import _offset_bounds
+    from threadmap.model.kernel import offset_bounds
     n = int(L.cosize(t.layout)) + int(t.offset)
     for cp in model.copies():
         for s in cp.sides():
             if s.tensor is not None and s.tensor.name == t.name and (s.stage, s.which) in model.coord_bounds:
-                off = _offset_bounds(t.layout, model.coord_bounds[(s.stage, s.which)])
+                off = offset_bounds(t.layout, model.coord_bounds[(s.stage, s.which)])
                 if off.lo + t.offset < 0:
                     raise NotProbed(f"tensor {t.name}: negative element offsets")
                 n = max(n, int(off.hi) + int(t.offset) + 1)

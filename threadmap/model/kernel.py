@@ -37,6 +37,7 @@ from threadmap.model.partition import (
 from threadmap.spec.expr import BLOCK_NAMES, Affine, Expr, Interval, NotAffine
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side
+from threadmap.spec.semantics import MAX_SHARED_BYTES
 
 Memory = Literal["global", "shared", "register"]
 Which = Literal["src", "dst"]
@@ -409,10 +410,7 @@ class _Builder:
             elif side.tiled_copy is not None:
                 tcs = side.tiled_copy
                 tp = (*path, "tiled_copy")
-                try:
-                    op = L.get_copy_op(tcs.atom)
-                except ThreadmapError as ex:
-                    raise self.fail((*tp, "atom"), str(ex)) from None
+                op = self.named_atom(L.get_copy_op, tcs.atom, (*tp, "atom"), "copy")
                 if tcs.layout_tv is not None:
                     # the TiledCopy as C++ holds it: TiledCopy<Copy_Atom, TiledLayout_TV, Tiler_MN>
                     tv = self.plain_layout(ps.layouts["tiled_copy.layout_tv"], (*tp, "layout_tv"), "TV")
@@ -437,10 +435,7 @@ class _Builder:
                 part = self.thread_map(path, side, tile, threads)
             elif side.mma is not None:
                 m = side.mma
-                try:
-                    atom = L.get_mma_atom(m.atom)
-                except ThreadmapError as ex:
-                    raise self.fail((*path, "mma", "atom"), str(ex)) from None
+                atom = self.named_atom(L.get_mma_atom, m.atom, (*path, "mma", "atom"), "MMA")
                 atom_layout = self.plain_layout(ps.layouts["mma.atom_layout"], (*path, "mma", "atom_layout"), "atom")
                 mma = L.make_tiled_mma(atom, atom_layout)
                 if mma.size() != threads:
@@ -459,6 +454,20 @@ class _Builder:
             raise self.fail(path, f"the partition gives rank-{part.rank} coordinates for a "
                                   f"rank-{len(tile)} tile")
         return part
+
+    def named_atom(self, get: Any, name: str, path: Sequence[Any], what: str) -> Any:
+        """A copy or MMA atom by its C++ name, every problem with the name located at ``path``.
+        C++ names and template arguments are ASCII: a look-alike digit (``²``, ``３``) is
+        refused here, before any lookup parses it."""
+        odd = next((ch for ch in name if not ch.isascii()), None)
+        if odd is not None:
+            raise self.fail(path, f"{what} atom {name!r} has the non-ASCII character {odd!r} at column "
+                                  f"{name.index(odd) + 1}; C++ names and template arguments are ASCII "
+                                  "(digits 0-9)")
+        try:
+            return get(name)
+        except (ThreadmapError, ValueError, ArithmeticError) as ex:
+            raise self.fail(path, str(ex)) from None
 
     def thread_map(self, path: Sequence[Any], side: Side, tile: tuple[int, ...],
                    threads: int) -> LocalPartition:
@@ -594,13 +603,15 @@ class _Builder:
                                         f"{max(abs(cb[-1][0]), abs(cb[-1][1])).bit_length()} over the grid; "
                                         "threadmap computes in 64-bit integers (limit 2^62)")
                 coord_bounds[(side.stage, side.which)] = tuple(cb)
-                off = _offset_bounds(side.tensor.layout, cb)
+                off = offset_bounds(side.tensor.layout, cb)
                 lo, hi = off.lo + side.tensor.offset, off.hi + side.tensor.offset
                 if max(abs(lo), abs(hi)) * side.tensor.elem_bytes >= MAX_ADDRESS:
                     raise self.fail((*side.path, "tensor"), f"element offsets of {side.tensor.name!r} reach about "
                                                             f"2^{max(abs(lo), abs(hi)).bit_length()} over the grid; "
                                                             "threadmap computes in 64-bit integers (limit 2^62 bytes)")
                 name = side.tensor.name
+                if side.tensor.memory == "shared":
+                    self.check_shared(side, st.predicate, cb)
                 lowest[name] = min(lowest.get(name, 0), lo)
                 if hi > highest.get(name, (-1, side))[0]:
                     highest[name] = (hi, side)
@@ -626,11 +637,31 @@ class _Builder:
         return coord_bounds, rebased, stages
 
 
+    def check_shared(self, side: SideModel, predicate: str, cb: Sequence[tuple[int, int]]) -> None:
+        """Shared addresses stay inside the CTA's shared memory (``MAX_SHARED_BYTES``), checked
+        on the interval bounds before anything is allocated: an address past it faults on the
+        GPU, and a simulation would allocate for it.  A predicated copy performs only accesses
+        inside the tensor (a vector's first element inside, its others at most ``vec`` past)."""
+        t = side.tensor
+        assert t is not None
+        box = list(cb)
+        if predicate != "none":
+            box = [(max(lo, 0), min(hi, ext - 1 + side.vec)) for (lo, hi), ext in zip(cb, t.shape, strict=False)]
+            if any(lo > hi for lo, hi in box):
+                return  # every access is masked
+        top = (offset_bounds(t.layout, box).hi + t.offset + 1) * t.elem_bytes
+        if top > MAX_SHARED_BYTES:
+            raise self.fail((*side.path, "at" if side.at is not None else "tensor"),
+                            f"shared addresses of {t.name!r} reach byte {top - 1} over the grid (about 2^"
+                            f"{(top - 1).bit_length() - 1}); a CTA has at most {MAX_SHARED_BYTES} bytes of "
+                            "shared memory")
+
+
 def _rebind(side: SideModel, tensors: dict[str, TensorModel]) -> SideModel:
     return side if side.tensor is None else replace(side, tensor=tensors[side.tensor.name])
 
 
-def _offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
+def offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
     """Element offsets of ``layout`` for top-level coordinates within ``bounds``: the layout
     evaluated on intervals (one evaluation core: ``crd2idx`` only uses ``+ * // %``).  A
     swizzle ``A(O + B(c))`` keeps ``x`` in ``[0, 2^k)`` for ``k`` at least its own width."""
@@ -644,6 +675,9 @@ def _offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
         nbits = getattr(layout.layout_a, "nbits", 0)
         if lo < 0:
             return Interval(lo - (1 << nbits), hi + (1 << nbits))
+        if isinstance(layout.layout_a, L.Swizzle):
+            # the swizzle rewrites only bits below nbits: the bits above stay those of hi or less
+            return Interval(0, (((int(hi) >> nbits) + 1) << nbits) - 1)
         k = max(int(hi).bit_length(), int(nbits))
         return Interval(0, (1 << k) - 1)
     return off
@@ -659,7 +693,7 @@ def _auto_bits(atom: str) -> int:
     if name == "DefaultCopy":
         return 8
     if "<" in name:
-        digits = "".join(ch for ch in name.split("<", 1)[1] if ch.isdigit())
+        digits = "".join(ch for ch in name.split("<", 1)[1] if "0" <= ch <= "9")
         return int(digits) if digits else 128
     return 128
 

@@ -47,12 +47,13 @@ from typing import Any
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
 from threadmap.errors import SpecError
-from threadmap.layout import Sym, parse_layout
+from threadmap.layout import Sym
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.layout.backend import Interval
 from threadmap.spec.expr import BLOCK_NAMES, OPS, Expr, Relation, parse_expr, parse_relation
 from threadmap.spec.load import LoadedSpec
+from threadmap.spec.parsed import LayoutTemplate, bind_layout
 from threadmap.spec.schema import SizeRange
 
 #: size bounds tried in turn while enumerating classes (None: unbounded, which completes)
@@ -143,9 +144,12 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
     integer leaf (None otherwise).  Raises :class:`Unsupported` when an extent is not a
     monomial."""
     forms = []
-    for start in (1 << 40, 1 << 41):
+    # stand-in primes near 2^40; near 2^18 when the layout has size expressions (M*N), so
+    # that a product of up to three sizes stays inside the layout's int64 range
+    starts = (1 << 18, 1 << 19) if LayoutTemplate.of(text).leaves else (1 << 40, 1 << 41)
+    for start in starts:
         primes = dict(zip(names, _primes(start, len(names)), strict=True))
-        lay = parse_layout(text, {**(fixed or {}), **primes})
+        lay = bind_layout(text, {**(fixed or {}), **primes}, checked=False)  # size expressions too
         shp, std = layout_shape(lay), layout_stride(lay)
         shp = shp if isinstance(shp, tuple) else (shp,)
         std = std if isinstance(std, tuple) else (std,)
@@ -199,6 +203,9 @@ class SizeSpace:
             self.box[k] = (v.min, v.max, v.multiple_of) if isinstance(v, SizeRange) else (v, v, 1)
         self.relations: list[Relation] = [parse_relation(t) for t in spec.assume]
         self.grid: list[Expr] = [parse_expr(g) for g in spec.grid] + [parse_expr(1)] * (3 - len(spec.grid))
+        # the size expressions of the tensors' layouts (M*N) are values of the encoding too
+        self.layout_terms: list[Expr] = [e for t in spec.tensors.values()
+                                         for _, e, _ in LayoutTemplate.of(t.layout).leaves]
         self.bits = 64
         self.vars = {k: z3.BitVec(k, self.bits) for k in self.names}
 
@@ -208,7 +215,7 @@ class SizeSpace:
         negative or need more than 64 bits."""
         t = _Tracked()
         env = {k: Interval(lo, hi) for k, (lo, hi, _) in self.box.items()}
-        for x in terms:
+        for x in [*terms, *self.layout_terms]:
             if isinstance(x, Monomial):
                 t.note(x.value({k: _TrackedInterval(t, env[k]) for k in env}))
             elif isinstance(x, Relation):  # both sides; the comparison itself is a Boolean

@@ -36,11 +36,10 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from threadmap.errors import SpecError
-from threadmap.layout import parse_layout
 from threadmap.spec.expr import evaluate
 from threadmap.spec.json_reader import load_json
 from threadmap.spec.located import Errors, Mark, Path_, clean, fail, fmt_path
-from threadmap.spec.parsed import ParsedSpec
+from threadmap.spec.parsed import ParsedSpec, bind_layout
 from threadmap.spec.pydantic_errors import report_validation_errors
 from threadmap.spec.schema import Spec
 from threadmap.spec.semantics import check_semantics, default_samples, sample_envs
@@ -96,8 +95,9 @@ class LoadedSpec:
         return (g[0], g[1], g[2])
 
     def layout(self, text: str, env: Mapping[str, int]) -> Any:
-        """Parse a layout string of the spec with the named sizes of ``env``."""
-        return parse_layout(text, env)
+        """Parse a layout string of the spec with the named sizes of ``env`` (its size
+        expressions evaluated)."""
+        return bind_layout(text, env)
 
     def where(self, *path: Any) -> str:
         """``FILE:LINE:COL`` of a field, e.g. ``where('stages', 0, 'copy', 'src')``."""

@@ -9,7 +9,7 @@ barriers), plus what the author expects.  ``specs/README.md`` documents every fi
 Expressions (sizes, grid, tile extents, tile coordinates) are strings or integers in the
 small grammar of :mod:`threadmap.spec.expr` (``ceil_div(M, 16)``, ``N / 4``, ``bx``) — never
 ``eval``.  Layout strings are CuTe notation (:func:`threadmap.layout.parse`) in which named
-sizes may appear (``(M,N):(N,1)``).
+sizes and size expressions may appear (``(M,N):(N,1)``, ``(M,N,L):(N,1,M*N)``).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class TensorSpec(_Model):
     """A tensor: where it lives and its CuTe layout (logical coordinate -> element offset)."""
 
     memory: Literal["global", "shared"]
-    layout: str = Field(description="CuTe layout, may use named sizes: '(M,N):(N,1)', "
-                                    "'Sw<3,4,3> o (8,64):(64,1)'")
+    layout: str = Field(description="CuTe layout, may use named sizes and size expressions: '(M,N):(N,1)', "
+                                    "'(M,N,L):(N,1,M*N)', 'Sw<3,4,3> o (8,64):(64,1)'")
     element: str | None = Field(None, description="element type if it differs from the spec's")
     align: StrictInt = Field(256, ge=1, description="base address alignment in bytes (cudaMalloc: 256); a power of two")
     alias: str | None = Field(None, description="another shared tensor whose buffer this one views")

@@ -9,11 +9,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.layout import cosize, parse_layout, rank, size
+from threadmap.layout import cosize, rank, size
 from threadmap.layout import shape as layout_shape
-from threadmap.spec.expr import BLOCK_NAMES, Relation, evaluate, parse_expr, parse_relation
+from threadmap.spec.expr import BLOCK_NAMES, INT64_MAX, Relation, evaluate, parse_expr, parse_relation
 from threadmap.spec.located import Errors, Path_
-from threadmap.spec.parsed import LayoutTemplate
+from threadmap.spec.parsed import LayoutTemplate, bind_layout
 from threadmap.spec.pydantic_errors import COMMA_HINT, unbalanced
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side, SizeRange, Spec
 
@@ -322,11 +322,16 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         layouts: dict[Path_, Any] = {}
         for p, text in _layout_fields(spec):
             try:
-                lay = parse_layout(text, env)
+                lay = bind_layout(text, env)
                 inner = getattr(lay, "layout_b", lay)
                 if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
                     errs.add(p, f"layout {text!r} needs integer strides (basis strides such as 1@0 make "
                                 "coordinate tensors, not memory or thread layouts)")
+                    continue
+                beyond = _beyond_int64(lay)
+                if beyond:
+                    errs.add(p, f"layout {text!r} {beyond}{note}; threadmap computes sizes and offsets in "
+                                "signed 64-bit integers")
                     continue
                 n, cn = size(lay), cosize(lay)
                 modes = _flat_shape(layout_shape(lay))
@@ -393,6 +398,32 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         if len(errs.lines) > n0:
             break
     return envs, top_env
+
+
+def _beyond_int64(lay: Any) -> str | None:
+    """Why a layout's size or offsets leave the signed 64-bit range (None: they do not).
+    Computed on Python ints from the leaves, before the layout's own int64 arithmetic
+    (whose overflow message would say "not an integer")."""
+    inner = getattr(lay, "layout_b", lay)
+    shp, std = getattr(inner, "shape", None), getattr(inner, "stride", None)
+    if shp is None or std is None:
+        return None
+    extents, strides = _leaves(shp), _leaves(std)
+    if len(extents) != len(strides) or not all(isinstance(v, int) for v in (*extents, *strides)):
+        return None
+    n = 1
+    for e in extents:
+        n *= e
+    if n > INT64_MAX:
+        return f"has {n} elements (about 2^{n.bit_length() - 1}), out of the 64-bit range"
+    up = sum((e - 1) * d for e, d in zip(extents, strides, strict=True) if d > 0)
+    down = sum((e - 1) * -d for e, d in zip(extents, strides, strict=True) if d < 0)
+    worst = max(up, down)
+    if worst > INT64_MAX:
+        sign = "" if up >= down else "-"
+        return (f"reaches element offset {sign}{worst} (about {sign}2^{worst.bit_length() - 1}): its strides "
+                "times its extents are out of the 64-bit range")
+    return None
 
 
 def _flat_shape(shape: Any) -> list[int]:

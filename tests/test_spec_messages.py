@@ -1,0 +1,104 @@
+"""Bad specs found by attacking the tool: each is refused through the command line with exit
+status 2 and one located line ``FILE:LINE:COL: field.path: message`` that says what is wrong."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from threadmap.cli import main
+from threadmap.spec.semantics import MAX_SHARED_BYTES
+
+SPEC = """\
+spec: 1
+name: messages
+element: f32
+threads: 32
+grid: [2]
+tensors:
+  x: {memory: global, layout: "(64,4):(4,1)"}
+  s: {memory: shared, layout: "(32,4):(4,1)"}
+stages:
+  - copy:
+      src:
+        tensor: x
+        tile: [32, 4]
+        at: [bx, 0]
+        tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)", atom: ATOM}
+      dst:
+        tensor: s
+        tile: [32, 4]
+        at: [AT, 0]
+        tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)"}
+"""
+
+
+def verify(tmp_path: Path, text: str) -> tuple[int, str]:
+    path = tmp_path / "k.yaml"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["verify", str(path)])
+    return r.exit_code, r.stderr
+
+
+def spec(atom: str = "UniversalCopy<uint128_t>", at: str = "0", x: str = "(64,4):(4,1)") -> str:
+    return (SPEC.replace("ATOM", atom).replace("AT, 0", f'"{at}", 0')
+            .replace('x: {memory: global, layout: "(64,4):(4,1)"}', f'x: {{memory: global, layout: "{x}"}}'))
+
+
+def located(err: str, text: str, field: str, needle: str) -> str:
+    """The one error line; it names the field and sits at the field's value in ``text``."""
+    lines = [ln for ln in err.splitlines() if ln.startswith("threadmap: error:")]
+    assert len(lines) == 1, err
+    m = re.match(r"threadmap: error: .*k\.yaml:(\d+):(\d+): (\S+): (.*)", lines[0])
+    assert m is not None, lines[0]
+    line, col, path, msg = int(m[1]), int(m[2]), m[3], m[4]
+    assert path == field, lines[0]
+    row = text.splitlines()[line - 1]
+    assert row[col - 1:].startswith(needle), (row, col, needle)
+    return msg
+
+
+def test_the_spec_is_fine(tmp_path: Path) -> None:
+    code, err = verify(tmp_path, spec())
+    assert code in (0, 1), err
+
+
+@pytest.mark.parametrize("atom", ["AutoVectorizingCopyWithAssumedAlignment<12²>",
+                                  "AutoVectorizingCopyWithAssumedAlignment<６4>"])
+def test_non_ascii_digit_in_an_atom_is_located_at_the_atom(tmp_path: Path, atom: str) -> None:
+    text = spec(atom=atom)
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[0].copy.src.tiled_copy.atom", atom)
+    assert "non-ASCII" in msg and "int()" not in msg
+
+
+def test_a_stride_past_int64_says_so(tmp_path: Path) -> None:
+    lay = "(64,4):(-999999999999999999,-999999999999999999)"
+    text = spec(x=lay)
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "tensors.x.layout", f'"{lay}"')
+    assert "64-bit range" in msg and "not an integer" not in msg
+    # (63 + 3) * 999999999999999999: the farthest offset, computed here on Python ints
+    assert str(-66 * 999999999999999999) in msg
+
+
+def test_shared_offset_past_the_cta_is_refused_before_allocation(tmp_path: Path) -> None:
+    k = 1953125000000000  # block 1's tile starts at row 32 k: byte 16 * 32 k = 10^18
+    text = spec(at=f"bx * {k}")
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[0].copy.dst.at", '["bx')
+    assert "MemoryError" not in msg and str(MAX_SHARED_BYTES) in msg
+    # the farthest element: row 32 k + 31, column 3 of a (32,4):(4,1) tensor, 4 bytes each
+    assert f"byte {((32 * k + 31) * 4 + 3 + 1) * 4 - 1} " in msg
+
+
+def test_shared_reads_past_the_tensor_inside_the_cta_still_run(tmp_path: Path) -> None:
+    """Inside the CTA's shared memory, leaving the tensor is the coverage check's finding."""
+    code, err = verify(tmp_path, spec(at="bx"))
+    assert code in (0, 1), err
