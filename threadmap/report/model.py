@@ -137,6 +137,9 @@ class DataflowSummary(_Model):
     uninitialised_reads: int
     writes_after_reads: int = Field(0, description="shared writes of a byte another thread read since the last "
                                                    "barrier")
+    missing: int | None = Field(None, description="elements of the output that no active write delivers (the "
+                                                  "whole grid's; null: not judged, as for a sample of blocks or "
+                                                  "without a declared transform)")
     input: str | None
     output: str | None
     transform: str | None

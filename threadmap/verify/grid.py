@@ -505,6 +505,11 @@ class SparseCount:
         self._merge()
         return self.vals
 
+    def counts_keys(self) -> np.ndarray:
+        """The index of every reached element, sorted."""
+        self._merge()
+        return self.keys
+
     def seen(self, idx: np.ndarray) -> np.ndarray:
         """Per index: reached before."""
         self._merge()
@@ -900,3 +905,47 @@ def check_grid(tables: AccessTable | Sequence[AccessTable], *, replication: bool
         _dup_finding(ts[0], s, None) for s in g.pending_pairs[:KIND_CAP]], g.oob_witness, missing,
         g.masked, (0, []), replication, size_names)
 
+
+
+def union_reached(grids: Sequence[GridEnumeration], keep: int) -> tuple[int, int, list[tuple[int, ...]]]:
+    """(elements, reached, first unreached coordinates) of one tensor over several sides'
+    enumerations (several stages write it): an element is reached when any side reaches it.
+    Call before :meth:`GridEnumeration.witness_duplicates` (it reuses the count arrays)."""
+    g0 = grids[0]
+    if g0.partial:
+        n = len(np.unique(np.concatenate([g.count.counts_keys() if isinstance(g.count, SparseCount)
+                                          else np.flatnonzero(g.count) for g in grids])))
+        return n, n, []
+    if any(isinstance(g.count, SparseCount) for g in grids):
+        keys = np.unique(np.concatenate([g.count.counts_keys() if isinstance(g.count, SparseCount)
+                                         else np.flatnonzero(g.count) for g in grids]))
+        hit = np.zeros(0, dtype=bool)
+        reached = int(keys.size)
+        seen = keys
+    else:
+        hit = np.zeros(g0.size, dtype=bool)
+        for g in grids:
+            assert isinstance(g.count, np.ndarray)
+            hit |= g.count > 0
+        reached = int(np.count_nonzero(hit))
+        seen = np.flatnonzero(hit)
+    unreached: list[tuple[int, ...]] = []
+    if reached < g0.size:
+        # the count arrays share one element order (one tensor): walk colex order, test each
+        lin = 0
+        step = 1 << 16
+        while lin < g0.size and len(unreached) < keep:
+            part = np.arange(lin, min(g0.size, lin + step), dtype=np.int64)
+            crd, rest = [], part
+            for e in g0.shape:
+                crd.append(rest % int(e))
+                rest = rest // int(e)
+            pos = g0._index(crd)
+            if hit.size:
+                miss = part[~hit[pos]]
+            else:
+                j = np.minimum(np.searchsorted(seen, pos), max(0, seen.size - 1))
+                miss = part[~((seen[j] == pos) if seen.size else np.zeros(pos.shape, dtype=bool))]
+            unreached += [delinearize(int(i), g0.shape) for i in miss[:keep - len(unreached)]]
+            lin += step
+    return g0.size, reached, unreached

@@ -35,6 +35,8 @@ from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.verify.blocks import attach_view
 from threadmap.verify.check import CHECKS, Accumulator, canonical
 from threadmap.verify.coverage import TileCoverage
+from threadmap.verify.dataflow import MAX_FINDINGS_PER_KIND as MAX_DATAFLOW_WITNESSES
+from threadmap.verify.dataflow import Dataflow
 from threadmap.verify.grid import (
     MAX_BITMAP_BYTES,
     MAX_SPARSE_ROWS,
@@ -47,6 +49,7 @@ from threadmap.verify.grid import (
     counts_by_tiling,
     grid_results,
     multiplicity,
+    union_reached,
 )
 from threadmap.verify.homogeneity import first_difference
 
@@ -180,9 +183,10 @@ def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions, blocks: np.
                sparse: bool = False) -> tuple[list[CheckResult], int, Totals]:
     st = _accumulators(model, opts, False)
     want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    outputs = _output_sides(model) if "dataflow" in st.kernel else set()
     everything = blocks is None
     for side in model.sides():
-        if side.memory == "global" and want_grid:
+        if side.memory == "global" and (want_grid or (side.stage, side.which) in outputs):
             st.grid[(side.stage, side.which)] = GridEnumeration(side, model.expect.replication, sparse=sparse,
                                                                  partial=not everything)
     blocks = np.arange(model.num_blocks, dtype=np.int64) if blocks is None else blocks
@@ -209,7 +213,7 @@ def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions, blocks: np.
                     g.add(t, w)
         if opts.progress:
             opts.progress(ci + 1, len(chunks))
-    results = _collect(model, st, sim, everything, blocks)
+    results = _collect(model, st, sim, everything, blocks, opts)
     totals: Totals = "enumerated" if everything else "partial"
     return results, int(blocks.size), totals
 
@@ -256,8 +260,9 @@ def _side_chunks(model: KernelModel, sim: Simulator, side: SideModel, blocks: np
 
 
 def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
-             blocks: np.ndarray) -> list[CheckResult]:
+             blocks: np.ndarray, opts: RunOptions) -> list[CheckResult]:
     out: list[CheckResult] = []
+    _deliver(model, st, {k: g for k, g in st.grid.items()})
     for side in model.sides():
         key = (side.stage, side.which)
         per: dict[str, list[CheckResult]] = {}
@@ -270,10 +275,11 @@ def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
             missing = g.missing(8)
             g.witness_duplicates(_side_chunks(model, sim, side, blocks))
             g.resolve_pairs(_first_accessor(model, sim, side))
-            per["grid_coverage"], per["predicates"] = (
-                [r] for r in grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness,
-                                          missing, g.masked, _alias(model, sim, side, counts),
-                                          model.expect.replication, _size_names(side)))
+            cov, pred = grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness, missing, g.masked,
+                                     _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
+            for r in (cov, pred):
+                if _wanted(opts, r.check):
+                    per[r.check] = [r]
         for name in SIDE_ORDER:
             out += per.get(name, [])
     for acc in st.kernel.values():
@@ -351,9 +357,14 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
     fallback = None
     grid_res: dict[tuple[int, str], list[CheckResult]] = {}
     want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    outputs = _output_sides(model) if "dataflow" in st.kernel else set()
+    if len(outputs) > 1:
+        return [], len(simulated), "partial", ("several stages write the output: its delivery is the union of "
+                                                "their elements")
+    reached: dict[tuple[int, str], tuple[int, int, list[tuple[int, ...]]]] = {}
     for side in model.sides():
         key = (side.stage, side.which)
-        if key not in global_sides or not want_grid:
+        if key not in global_sides or not (want_grid or key in outputs):
             continue
         tallies = covers[key].per_block
         if any(t.out_of_tile for t in tallies):
@@ -367,6 +378,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
             dup = [f.model_copy(update={"check": "grid_coverage"}) for f in covers[key].findings["duplicate"][:4]]
             dup += _tiling_duplicate(model, sim, side, tallies, unused)
         missing = _tiling_missing(model, side, covers[key]) if counts.elements > counts.covered else []
+        reached[key] = (counts.elements, counts.covered, missing)
         grid_res[key] = grid_results(side, counts, st.straddles[key], dup, st.oob[key], missing, st.masked[key],
                                      _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
     if partial_perf:
@@ -375,8 +387,9 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
     for side in model.sides():
         key = (side.stage, side.which)
         per = {n: [acc.result()] for (s, w, n), acc in st.side.items() if (s, w) == key}
-        if key in grid_res:
-            per["grid_coverage"], per["predicates"] = [grid_res[key][0]], [grid_res[key][1]]
+        for r in grid_res.get(key, []):
+            if _wanted(opts, r.check):
+                per[r.check] = [r]
         for name in SIDE_ORDER:
             for r in per.get(name, []):
                 if name in perf and f"stage {side.stage} {side.which}" in partial_perf:
@@ -384,11 +397,39 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
                 else:
                     r.totals = "tiling"
                 results.append(r)
+    if fallback is None:
+        for out_key in outputs:
+            df = st.kernel["dataflow"]
+            assert isinstance(df, Dataflow)
+            df.deliver(*reached[out_key])
     for acc in st.kernel.values():
         r = acc.result()
         r.totals = "tiling"
         results.append(r)
     return results, len(simulated), "tiling", fallback
+
+
+def _output_sides(model: KernelModel) -> set[tuple[int, str]]:
+    """The global sides that write the declared transform's output (the dataflow check judges
+    that every element of it is delivered)."""
+    if not model.expect.transform or model.output is None:
+        return set()
+    return {(s.stage, s.which) for s in model.sides()
+            if s.which == "dst" and s.memory == "global" and s.name == model.output}
+
+
+def _deliver(model: KernelModel, st: _State, grids: dict[tuple[int, str], GridEnumeration]) -> None:
+    """Tell the dataflow check which output elements the enumerated blocks reach (the union
+    over the stages that write the output)."""
+    df = st.kernel.get("dataflow")
+    outs = [grids[k] for k in sorted(_output_sides(model)) if k in grids]
+    if not isinstance(df, Dataflow) or not outs:
+        return
+    if len(outs) == 1:
+        g = outs[0]
+        df.deliver(g.counts().elements, g.counts().covered, g.missing(MAX_DATAFLOW_WITNESSES))
+        return
+    df.deliver(*union_reached(outs, MAX_DATAFLOW_WITNESSES))
 
 
 def _size_names(side: SideModel) -> dict[int, str]:
