@@ -3,9 +3,12 @@ transform; sub-word shared stores (f16, bf16, 8-bit) are not races."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import threadmap.api as api
 from threadmap.verify import build_table, check_dataflow, dataflow_definition, register_table
 
 T, M, N = 16, 32, 32
@@ -137,3 +140,81 @@ def test_chunks_give_the_same_counts() -> None:
                           "transpose") for b in range(4)]
     for k in ("moved", "wrong_values", "stale_reads", "races"):
         assert whole.summary[k] == sum(p.summary[k] for p in per)
+
+
+# ----------------------------------------------------------------------------- delivery (issue 16, item 3)
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+PLANTED = SPECS / "planted" / "transpose_vector_store_odd_m.yaml"
+
+
+@pytest.mark.parametrize("sizes,mode", [(None, "enumerated"), ({"M": 1601, "N": 1280}, "tiling")])
+def test_outputs_no_one_writes_fail_dataflow_with_the_grid_coverage_count(sizes: dict[str, int] | None,
+                                                                           mode: str) -> None:
+    """The planted transpose masks its straddling 128-bit stores whole: y(n, M-1) is never
+    written for each of the N rows (the spec's header derives it).  dataflow says so (``missing
+    N``, a witness per unwritten element and the input element it should carry) and fails,
+    with the count grid coverage and predicates give on the output side."""
+    (run,) = api.verify_spec(str(PLANTED), sizes=sizes)
+    assert run.totals == mode and run.as_expected
+    n, m = (sizes or {"M": 101, "N": 100})["N"], (sizes or {"M": 101, "N": 100})["M"]
+    by = {(r.check, r.stage, r.side): r for r in run.results}
+    df = by[("dataflow", None, None)]
+    assert df.status == "FAIL" and df.summary["wrong_values"] == 0
+    assert df.summary["missing"] == n == by[("grid_coverage", 2, "dst")].summary["missing"] \
+        == by[("predicates", 2, "dst")].summary["lost"]
+    assert df.total_findings == n
+    miss = [f for f in df.findings if f.kind == "missing"]
+    assert [f.witness["coordinate"] for f in miss] == [(i, m - 1) for i in range(len(miss))] and miss
+    assert miss[0].witness["expected"] == (m - 1, 0)
+
+
+def test_dataflow_alone_still_judges_delivery() -> None:
+    (run,) = api.verify_spec(str(PLANTED), checks=["dataflow"])
+    assert [r.check for r in run.results] == ["dataflow"]
+    assert run.results[0].summary["missing"] == 100 and run.results[0].status == "FAIL"
+
+
+def test_a_complete_transform_has_none_missing() -> None:
+    (run,) = api.verify_spec(str(PLANTED), sizes={"M": 104, "N": 100})
+    df = next(r for r in run.results if r.check == "dataflow")
+    assert df.summary["missing"] == 0 and df.summary["wrong_values"] == 0
+
+
+def test_check_dataflow_missing_matches_the_definition() -> None:
+    """``check_dataflow`` (every block given) against ``dataflow_definition`` with the output's
+    shape: the outputs whose write is masked are missing, in colexicographic order."""
+    st = transpose_stages()
+    sB, y = st[-1]  # type: ignore[misc]
+    masked = build_table(lambda b, t, s, ln: ((b // 2) * T + t % T, (b % 2) * T + t // T), threads=256, steps=1,
+                         shape=(N, M), blocks=4, tensor="y", side="dst",
+                         pred=lambda b, t, s, ln: (t % 7) != 3)
+    st[-1] = (sB, masked)
+    r = check_dataflow(st, "transpose")
+    d = dataflow_definition([s if isinstance(s, str) else (rows(s[0]), rows(s[1])) for s in st],
+                            "transpose", "x", "y", output_shape=(N, M))
+    assert r.summary["missing"] == len(d["missing"]) > 0
+    assert r.status == "FAIL" and r.summary["wrong_values"] == 0
+    got = [f.witness["coordinate"] for f in r.findings if f.kind == "missing"]
+    assert got == d["missing"][:len(got)] and got
+    assert check_dataflow(transpose_stages(), "transpose").summary["missing"] == 0
+
+
+def test_a_shared_offset_beyond_the_cta_is_a_located_error_not_a_memory_error(tmp_path: Path) -> None:
+    """Issue 16, item 12: a swizzled shared layout with an offset of about 10^18 elements passes
+    the schema's cosize check (the offset sits inside the composition) and used to reach the
+    dataflow's per-byte store: an unlocated MemoryError.  Now the shared capacity is checked
+    before that store is allocated, at the tensor's layout."""
+    text = (SPECS / "cute_transpose" / "row_rvectorized.yaml").read_text(encoding="utf-8")
+    old = 'sA: {memory: shared, layout: "(16,64):(64,1)"}'
+    assert old in text
+    spec = tmp_path / "huge_offset.yaml"
+    huge = 'sA: {memory: shared, layout: "Sw<0,4,3> o 900000000000000000 o (16,64):(64,1)"}'
+    spec.write_text(text.replace(old, huge), encoding="utf-8")
+    line = next(i for i, ln in enumerate(spec.read_text(encoding="utf-8").splitlines(), 1) if "sA:" in ln)
+    report = api.verify([spec])
+    assert not report.runs and len(report.errors) == 1
+    err = report.errors[0]
+    assert err.status != "internal" and "MemoryError" not in err.message
+    assert err.message.startswith(f"{spec}:{line}:") and "tensors.sA.layout" in err.message
+    assert "232448 bytes of shared memory" in err.message

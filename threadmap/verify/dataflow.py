@@ -10,6 +10,12 @@ when they write a common byte (two f16 halves of one 4-byte word are not a race)
 
 * *Transform*: every active write to the *output* global tensor at ``d`` carries the value
   ``T^-1(d)``: ``copy``: ``c == d``; ``transpose``: ``c == reversed(d)``.
+* *Delivery*: every element of the output is written by some active write (``missing``
+  counts the elements no active write reaches: the transform is not implemented where
+  nothing lands).  This needs the whole grid, so the accumulator reports it only when told
+  (:meth:`Dataflow.deliver`: the driver passes the output side's whole-grid coverage, the
+  count ``grid_coverage`` reports as missing on that side; :func:`check_dataflow` counts it
+  from its tables, which are the whole grid).
 * *Write race*: between two barriers (an *epoch*), no two different threads of a block
   write a common byte of shared memory (counted once per byte... per raced slot, see below).
 * *Stale read*: a shared byte read in an epoch must not have been written in that epoch by
@@ -32,6 +38,7 @@ definition (pure Python, per byte).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from math import gcd
@@ -42,6 +49,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, DataflowSummary, Finding
 from threadmap.simulate.access import AccessTable
+from threadmap.spec.semantics import MAX_SHARED_BYTES
 from threadmap.verify.blocks import Memo, group_rows, view_of
 from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import colex, delinearize, in_bounds
@@ -62,20 +70,23 @@ def expected_source(dst_coord: Sequence[Any], transform: str) -> tuple[Any, ...]
 
 
 def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name: str,
-                        output_name: str) -> dict[str, list[Any]]:
+                        output_name: str, output_shape: Sequence[int] | None = None) -> dict[str, list[Any]]:
     """Brute-force definition over Python rows (for tests on tiny kernels).
 
     ``stages``: ``"barrier"`` or ``(src_rows, dst_rows)`` where rows are dicts with keys
     ``block, thread, value, memory, tensor, buffer, coord, addr, elem_bytes, pred``; pairs
     share (block, thread, value).  Returns lists ``wrong``, ``races`` (distinct (block,
     buffer, byte) written by two threads in one epoch), ``stale``, ``uninit``, ``war`` (writes of
-    a byte another thread read in the epoch).
+    a byte another thread read in the epoch), ``missing`` (with a transform and
+    ``output_shape``: the output coordinates, in colexicographic order, that no active write
+    reaches; the rows are then the whole grid).
     """
     regs: dict[Any, Any] = {}
     smem: dict[Any, Any] = {}                 # (block, buffer, byte) -> value
     pending: dict[Any, list[Any]] = {}        # (block, buffer, byte) -> [(thread, value)]
     readers: dict[Any, set[int]] = {}       # (block, buffer, byte) -> threads that read it this epoch
-    out: dict[str, list[Any]] = {"wrong": [], "races": [], "stale": [], "uninit": [], "war": []}
+    out: dict[str, list[Any]] = {"wrong": [], "races": [], "stale": [], "uninit": [], "war": [], "missing": []}
+    delivered: set[tuple[int, ...]] = set()
     written = {r["buffer"] for st in stages if st != "barrier" for r in st[1] if r["memory"] == "shared"}
 
     def commit() -> None:
@@ -123,11 +134,19 @@ def dataflow_definition(stages: Sequence[Any], transform: str | None, input_name
                 for i in range(d["elem_bytes"]):
                     pending.setdefault((b, d["buffer"], d["addr"] + i), []).append((th, v))
             elif d["tensor"] == output_name and transform:
+                delivered.add(tuple(d["coord"]))
                 exp = expected_source(d["coord"], transform)
                 if v != exp:
                     out["wrong"].append((b, th, tuple(d["coord"]), v))
     commit()
+    if transform and output_shape is not None:
+        out["missing"] = [c for c in _colex_coords(output_shape) if c not in delivered]
     return out
+
+
+def _colex_coords(shape: Sequence[int]) -> list[tuple[int, ...]]:
+    """Every coordinate of ``shape`` in colexicographic order (the first mode fastest)."""
+    return [tuple(reversed(c)) for c in itertools.product(*(range(int(e)) for e in reversed(tuple(shape))))]
 
 
 _KEYS = ("moved", "output_writes", "wrong_values", "races", "stale_reads", "uninitialised_reads",
@@ -213,6 +232,15 @@ class Dataflow(Accumulator):
         self.cnt = {"stages": 0, "barriers": 0, **dict.fromkeys(_KEYS, 0)}
         self.findings: dict[str, list[Finding]] = {k: [] for k in _KINDS}
         self.memo = Memo()
+        #: (output elements, elements some active write reaches, first unreached coordinates):
+        #: the whole grid's delivery, from the driver (see :meth:`deliver`)
+        self.delivery: tuple[int, int, list[tuple[int, ...]]] | None = None
+
+    def deliver(self, elements: int, reached: int, unreached: Sequence[tuple[int, ...]]) -> None:
+        """The output's whole-grid delivery: of its ``elements``, ``reached`` are the coordinate
+        of an active write; ``unreached``: the first of the others (witnesses).  Only a caller
+        that saw every block knows it (a sample of blocks cannot tell an unwritten element)."""
+        self.delivery = (int(elements), int(reached), [tuple(int(x) for x in c) for c in unreached])
 
     # -- one chunk -----------------------------------------------------------------------------
     def add(self, stages: Any, weights: np.ndarray) -> None:
@@ -392,8 +420,7 @@ class Dataflow(Accumulator):
         for buf in bufs.values():
             ctx.weighted["races"] += self._commit(buf, ctx.w)
 
-    @staticmethod
-    def _buffers(copies: Sequence[Any], nb: int) -> dict[str, _Buffer]:
+    def _buffers(self, copies: Sequence[Any], nb: int) -> dict[str, _Buffer]:
         sizes: dict[str, int] = {}
         grain: dict[str, int] = {}
         for s in copies:
@@ -404,6 +431,14 @@ class Dataflow(Accumulator):
                 low = int(t.addr.min()) if len(t) else 0
                 if low < 0:
                     raise ValueError(f"shared address {low} below 0")
+                if top > MAX_SHARED_BYTES:  # refused before the per-byte store is allocated
+                    msg = (f"shared tensor {t.tensor!r} is addressed up to byte {top} of its buffer "
+                           f"{t.buffer!r}; a CTA has at most {MAX_SHARED_BYTES} bytes of shared memory")
+                    tm = None if self.model is None else self.model.tensors.get(t.tensor)
+                    if tm is None:
+                        raise ValueError(msg)
+                    assert self.model is not None
+                    raise self.model.loaded.error(tuple(tm.path), msg)
                 sizes[t.buffer] = max(sizes.get(t.buffer, 0), top)
                 grain[t.buffer] = gcd(grain.get(t.buffer, 0), t.elem_bytes)
         out = {}
@@ -606,12 +641,26 @@ class Dataflow(Accumulator):
         return raced
 
     def result(self) -> CheckResult:
-        summary = DataflowSummary(**self.cnt, input=self.input, output=self.output, transform=self.transform)
+        missing = None
+        if self.delivery is not None and self.transform and self.output:
+            elements, reached, unreached = self.delivery
+            missing = elements - reached
+        summary = DataflowSummary(**self.cnt, missing=missing, input=self.input, output=self.output,
+                                  transform=self.transform)
         res = CheckResult(check="dataflow", stage=None, side=None, status="PASS", summary=summary)
         for fs in self.findings.values():
             for f in fs:
                 res.add(f, 0)
         res.total_findings += sum(self.cnt[k] for k in FINDING_KEYS)
+        if missing:
+            assert self.delivery is not None and self.transform is not None
+            for c in self.delivery[2][:MAX_FINDINGS_PER_KIND]:
+                src = expected_source(c, self.transform)
+                res.add(Finding(check="dataflow", kind="missing", stage=None, side="dst",
+                                witness={"coordinate": c, "expected": src},
+                                message=f"{self.output}{c} is never written: no active write delivers "
+                                        f"{self.input}{src} ({self.transform})"), 0)
+            res.total_findings += missing
         if res.total_findings:
             res.fail()
         return res
@@ -661,14 +710,40 @@ def check_dataflow(stages: Sequence[Any], transform: Transform = None, *, input_
     if copies:
         acc.add([s if isinstance(s, str) else (s[0], s[1]) for s in stages],
                 np.ones(copies[0][0].blocks.size, dtype=np.int64))
+        outs = [s[1] for s in copies if s[1].memory == "global" and s[1].tensor == output_tensor]
+        if transform and outs:
+            acc.deliver(*delivery(outs))
     return acc.result()
+
+
+def delivery(tables: Sequence[AccessTable], keep: int = MAX_FINDINGS_PER_KIND
+             ) -> tuple[int, int, list[tuple[int, ...]]]:
+    """(elements, reached, first unreached coordinates) of the tensor the tables write: the
+    elements that are the coordinate of an active write, counted over the given tables (the
+    whole grid: every block)."""
+    shape = tuple(tables[0].shape)
+    size = int(np.prod(shape, dtype=np.int64))
+    idx = []
+    for t in tables:
+        act = t.pred if t.valid is None else t.pred & t.valid
+        rows = np.flatnonzero(act & in_bounds(t.coords, shape))
+        idx.append(colex([c[rows] for c in t.coords], shape))
+    hit = np.unique(np.concatenate(idx)) if idx else np.zeros(0, dtype=np.int64)
+    unreached: list[tuple[int, ...]] = []
+    lin = 0
+    for h in [*hit.tolist(), size]:  # the gaps between reached indices, in colex order
+        while lin < h and len(unreached) < keep:
+            unreached.append(delinearize(lin, shape))
+            lin += 1
+        if len(unreached) >= keep:
+            break
+        lin = h + 1
+    return size, int(hit.size), unreached
 
 
 @register
 class DataflowCheck(Check):
     name = "dataflow"
-    scope = "kernel"
-    rule = "The stages implement the declared transform without races, stale reads or writes after reads."
     definition = staticmethod(dataflow_definition)
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Dataflow:
