@@ -261,3 +261,22 @@ def test_cli_gpu_usage_and_a_damaged_cache(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=900,
                        env={**os.environ, "THREADMAP_CACHE": str(tmp_path / "file")})
     assert r.returncode == 2 and "not a usable directory" in r.stderr
+
+
+@pytest.mark.parametrize("digit", ["\u0663", "\uff13", "\u00b3"])  # Arabic-Indic 3, full-width 3, superscript 3
+def test_only_ascii_digits_are_integers(tmp_path: Path, digit: str) -> None:
+    """A record whose number is written in another script's digits is malformed, in the default
+    format and in a custom one, never read as that number."""
+    m = _model(RAGGED)
+    lines = simulated_log(m, np.array([0]))
+    i = next(k for k, x in enumerate(lines) if " tid=3 " in x)
+    # the same records with one ASCII 3 replaced: a thread index, and a coordinate
+    foreign_tid = lines[i].replace(" tid=3 ", f" tid={digit} ")
+    foreign_coord = re.sub(r"coord=\d+,", f"coord={digit},", lines[0])
+    rest = [x for k, x in enumerate(lines) if k not in (0, i)]
+    d = diff_log(m, _write(tmp_path, [foreign_tid, foreign_coord] + rest))
+    assert d.malformed_count == 2 and d.matched == len(rest) and d.missing == 2, d.malformed
+    regex = r"tid=(?P<tid>\S+) iter=(?P<iter>\S+) value=(?P<value>\S+) coord=(?P<coord>\S+)"
+    d = diff_log(m, _write(tmp_path, [foreign_tid, foreign_coord]), pattern=regex)
+    assert d.malformed_count == 2 and d.records == 0
+    assert all("not an integer" in x.why for x in d.malformed), d.malformed

@@ -49,8 +49,12 @@ from threadmap.gpu.report import _Model
 from threadmap.model import CopyModel, KernelModel
 from threadmap.simulate.engine import Simulator
 
-DEFAULT_PATTERN = (r"TM stage=(?P<stage>-?\d+) block=(?P<block>\d+(?:,\d+){0,2}) tid=(?P<tid>\d+) "
-                   r"iter=(?P<iter>-?\d+) value=(?P<value>-?\d+) coord=(?P<coord>-?\d+(?:,-?\d+){0,7})")
+# [0-9], not \d: \d also matches other scripts' digits (Arabic-Indic, full-width), which
+# int() would read as numbers; a record's integers are ASCII
+DEFAULT_PATTERN = (r"TM stage=(?P<stage>-?[0-9]+) block=(?P<block>[0-9]+(?:,[0-9]+){0,2}) tid=(?P<tid>[0-9]+) "
+                   r"iter=(?P<iter>-?[0-9]+) value=(?P<value>-?[0-9]+) coord=(?P<coord>-?[0-9]+(?:,-?[0-9]+){0,7})")
+#: an integer field: ASCII digits only (str.isdigit and int() accept any script's digits)
+INTEGER = regex.compile(r"-?[0-9]{1,19}")
 DEFAULT_MARKER = "TM "
 #: largest log read (bytes), longest line (a record is far shorter), most records kept (each
 #: costs about 1 KB of memory with the simulation it is matched against)
@@ -178,8 +182,8 @@ def _int(s: str | None, what: str) -> int:
     if s is None or s == "":
         return -1
     s = s.strip()
-    if len(s) > 19 or not s.lstrip("-").isdigit():
-        raise ValueError(f"{what} {s!r} is not an integer")
+    if not INTEGER.fullmatch(s):
+        raise ValueError(f"{what} {s!r} is not an integer (ASCII digits)")
     return int(s)
 
 
