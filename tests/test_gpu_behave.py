@@ -101,3 +101,24 @@ def test_profiler_output_parsers() -> None:
             "TM-DONE aaa\nTM-LAUNCH bbb\nTM-DONE bbb\nTM-LAUNCH ccc\n"
             "========= Error: Potential WAR hazard detected\n")
     assert split_race_report(race, ["aaa", "bbb", "ccc", "ddd"]) == {"aaa": 2, "bbb": 0, "ccc": None, "ddd": None}
+
+
+def test_counters_are_measured_at_every_size_environment() -> None:
+    """A ranged spec's sample sizes each get their stage kernels profiled, and the tables say
+    which sizes a row is for."""
+    from threadmap.gpu.formats import to_markdown
+    from threadmap.gpu.profile import stage_kernels
+    from threadmap.gpu.report import GpuReport, SideCounters, StageCounters
+    from threadmap.gpu.run import build_programs
+    items = build_programs([ROOT / "specs/ranges/row_smem.yaml"])
+    assert len({tuple(sorted(it.model.env.items())) for it in items}) == len(items) > 1
+    kernels = set(stage_kernels(items))
+    assert all(it.behaviour.stage_kernel(s) in kernels for it in items for s in it.behaviour.stages)
+    report = GpuReport(counters=[
+        StageCounters(spec="s.yaml", name="s", sizes=dict(it.model.env), stage=0,
+                      sides=[SideCounters(side="src", memory="global", op="ld", metric="sectors_per_request")])
+        for it in items])
+    md = to_markdown(report)
+    for it in items:
+        sizes = ",".join(f"{k}={v}" for k, v in it.model.env.items())
+        assert f"| s.yaml | {sizes} | 0 |" in md

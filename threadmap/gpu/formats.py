@@ -86,16 +86,17 @@ def render_counters(report: GpuReport, console: Any) -> None:
     console.print("[bold]counters[/bold] (Nsight Compute): predicted beside measured with the side alone one CTA "
                   "per SM, alone with full occupancy, and with the stage's other side")
     t = Table()
-    cols = ("spec", "stage", "side", "metric", "predicted", "measured", "concurrent", "in stage", "bits", "SASS")
+    cols = ("spec", "sizes", "stage", "side", "metric", "predicted", "measured", "concurrent", "in stage", "bits",
+            "SASS")
     for col in cols:
-        t.add_column(col, justify="right" if col in cols[4:8] else "left")
+        t.add_column(col, justify="right" if col in cols[5:9] else "left")
 
     def f3(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
     for c in report.counters:
         for sd in c.sides:
             colour = "green" if sd.agrees else "red" if sd.agrees is False else "yellow"
-            t.add_row(escape(c.spec), str(c.stage), f"{sd.side} {sd.memory} {sd.op}",
+            t.add_row(escape(c.spec), _sizes(c.sizes), str(c.stage), f"{sd.side} {sd.memory} {sd.op}",
                       "sectors/req" if sd.metric == "sectors_per_request" else "wavefronts/inst", f3(sd.predicted),
                       f"[{colour}]{f3(sd.measured)}[/{colour}]", f3(sd.measured_concurrent), f3(sd.measured_in_stage),
                       str(sd.source_bits), ",".join(map(str, sd.sass_bits)) or "-")
@@ -177,8 +178,8 @@ def to_markdown(report: GpuReport) -> str:
                    f"{f'{b.time_s * 1e6:.1f} us' if b.time_s else '-'} | {f'{b.gbps:.0f}' if b.gbps else '-'} | "
                    f"{f'{b.of_copy_bandwidth:.1%}' if b.of_copy_bandwidth else '-'} |")
     out += ["", "### Counters", "",
-            "| spec | stage | side | metric | predicted | measured | concurrent | in stage | bits (source / SASS) | "
-            "stage time | agrees |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| spec | sizes | stage | side | metric | predicted | measured | concurrent | in stage | "
+            "bits (source / SASS) | stage time | agrees |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f3(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -186,7 +187,8 @@ def to_markdown(report: GpuReport) -> str:
         for sd in c.sides:
             metric = "sectors/request" if sd.metric == "sectors_per_request" else "wavefronts/instruction"
             ag = "yes" if sd.agrees else "NO" if sd.agrees is False else f"n/a: {sd.note}"
-            out.append(f"| {_md(c.spec)} | {c.stage} | {sd.side} {sd.memory} {sd.op} | {metric} | {f3(sd.predicted)} | "
+            out.append(f"| {_md(c.spec)} | {_sizes(c.sizes)} | {c.stage} | {sd.side} {sd.memory} {sd.op} | "
+                       f"{metric} | {f3(sd.predicted)} | "
                        f"{f3(sd.measured)} | {f3(sd.measured_concurrent)} | {f3(sd.measured_in_stage)} | "
                        f"{sd.source_bits} / {','.join(map(str, sd.sass_bits)) or '-'} | "
                        f"{f'{c.time_s * 1e6:.1f} us' if c.time_s else '-'} | {ag} |")
