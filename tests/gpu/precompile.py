@@ -21,10 +21,12 @@ from threadmap.gpu.toolchain import build_cubin  # noqa: E402
 
 ARCH = "sm_90"
 ONE = "specs/cute_transpose/row_smem_swizzled.yaml"
+#: the device tests' own specs (tests/test_gpu_device.py), each suite()d alone
+DEVICE_SPECS = ["tests/gpu/specs/shared_read_leaves_tensor.yaml"]
 
 
 def main() -> None:
-    for what in (["specs/"], [ONE]):
+    for what in (["specs/"], [ONE], *([s] for s in DEVICE_SPECS)):
         t = time.perf_counter()
         items = build_programs(what)
         print(build_cubin(suite_source(items), ARCH), f"{time.perf_counter() - t:.1f} s", flush=True)

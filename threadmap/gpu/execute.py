@@ -80,13 +80,16 @@ class Buffers:
                 self.data[b.name] = cupy.full(nbytes, SENTINEL, dtype=cupy.uint8)
             self.counts[b.name] = cupy.zeros(max(1, b.elements), dtype=cupy.uint32)
         self.sink = cupy.zeros(max(1, prog.threads), dtype=cupy.uint32)
+        self.oob = cupy.zeros(max(1, len(prog.shared_sides)), dtype=cupy.uint32)
 
     def args(self) -> tuple[Any, ...]:
         g = self.prog.globals()
         # tm_key 0: the sink is never written (see behave.SINK_KEY)
-        return tuple(self.data[b.name] for b in g) + tuple(self.counts[b.name] for b in g) + (self.sink, np.int32(0))
+        return (tuple(self.data[b.name] for b in g) + tuple(self.counts[b.name] for b in g)
+                + (self.oob, self.sink, np.int32(0)))
 
     def reset_outputs(self) -> None:
+        self.oob.fill(0)
         for b in self.prog.globals():
             self.counts[b.name].fill(0)
             if b.counted == "write":
@@ -97,6 +100,11 @@ class Buffers:
         data = {b.name: cupy.asnumpy(self.data[b.name]).view(NP_TYPE[b.elem_bytes]) for b in self.prog.globals()}
         counts = {b.name: cupy.asnumpy(self.counts[b.name])[:b.elements] for b in self.prog.globals()}
         return data, counts
+
+    def out_of_tensor(self) -> np.ndarray:
+        """Per shared side of the program, its accesses outside its tensor (counting run)."""
+        import cupy
+        return np.asarray(cupy.asnumpy(self.oob)[:len(self.prog.shared_sides)])
 
 
 def launch(mod: Any, name: str, prog: BehaviourProgram, bufs: Buffers,
@@ -116,7 +124,7 @@ def run_behaviour(mod: Any, model: KernelModel, prog: BehaviourProgram, repeats:
     launch(mod, prog.count_kernel, prog, bufs)
     cupy.cuda.Device().synchronize()
     data, counts = bufs.host()
-    res = check_behaviour(model, prog, data, counts)
+    res = check_behaviour(model, prog, data, counts, bufs.out_of_tensor())
     res["count_run_s"] = round(time.perf_counter() - t0, 4)
     moved = sum(int(counts[b.name].sum()) * b.elem_bytes for b in prog.globals())
     launch(mod, prog.run_kernel, prog, bufs)  # warm-up

@@ -68,10 +68,12 @@ def render_behaviour(report: GpuReport, console: Any) -> None:
         elif b.correct:
             res = "[green]correct[/green]"
         else:
-            res = f"[red]missing {b.missing}, dup {b.duplicates}, stray {b.stray}, wrong {b.wrong}[/red]"
+            res = (f"[red]missing {b.missing}, dup {b.duplicates}, stray {b.stray}, wrong {b.wrong}"
+                   + (f", outside shared tensors {b.out_of_tensor}" if b.out_of_tensor else "") + "[/red]")
         exp = b.expected + (f" ({', '.join(b.expected_failing)})" if b.expected_failing else "")
-        ag = "-" if b.agrees is None else ("[green]yes[/green]" if b.agrees else "[red]NO[/red]")
-        t.add_row(escape(b.spec), _sizes(b.sizes), res, exp, ag + (f" {escape(b.note)}" if b.note and b.agrees is False
+        ag = ("[green]yes[/green]" if b.agrees else "[red]NO[/red]" if b.agrees is False
+              else "[yellow]n/a[/yellow]" if b.correct is not None else "-")
+        t.add_row(escape(b.spec), _sizes(b.sizes), res, exp, ag + (f" {escape(b.note)}" if b.note and not b.agrees
                                                                     else ""),
                   f"{b.time_s * 1e6:.1f} us" if b.time_s else "", f"{b.gbps:.0f}" if b.gbps else "",
                   f"{b.of_copy_bandwidth:.0%}" if b.of_copy_bandwidth else "")
@@ -171,9 +173,10 @@ def to_markdown(report: GpuReport) -> str:
             "|---|---|---|---|---|---|---|---|---|"]
     for b in report.behaviour:
         res = b.skipped or ("correct" if b.correct else
-                            f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}")
+                            f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}"
+                            + (f", outside shared tensors {b.out_of_tensor}" if b.out_of_tensor else ""))
         out.append(f"| {_md(b.spec)} | {_sizes(b.sizes)} | {_md(res)} | {_md(b.note)} | "
-                   f"{'yes' if b.agrees else 'NO'} | "
+                   f"{'yes' if b.agrees else 'n/a' if b.agrees is None else 'NO'} | "
                    f"{'-' if b.race_hazards is None else b.race_hazards} | "
                    f"{f'{b.time_s * 1e6:.1f} us' if b.time_s else '-'} | {f'{b.gbps:.0f}' if b.gbps else '-'} | "
                    f"{f'{b.of_copy_bandwidth:.1%}' if b.of_copy_bandwidth else '-'} |")

@@ -69,6 +69,7 @@ class BehaviourRun(_Model):
     duplicates: int = 0
     stray: int = 0
     wrong: int = 0
+    out_of_tensor: int = Field(0, description="shared accesses at coordinates outside their tensor's shape")
     checked: int = 0
     first: list[str] = Field(default_factory=list)
     expected: str = "pass"

@@ -594,7 +594,7 @@ class _Builder:
                                         f"{max(abs(cb[-1][0]), abs(cb[-1][1])).bit_length()} over the grid; "
                                         "threadmap computes in 64-bit integers (limit 2^62)")
                 coord_bounds[(side.stage, side.which)] = tuple(cb)
-                off = _offset_bounds(side.tensor.layout, cb)
+                off = offset_bounds(side.tensor.layout, cb)
                 lo, hi = off.lo + side.tensor.offset, off.hi + side.tensor.offset
                 if max(abs(lo), abs(hi)) * side.tensor.elem_bytes >= MAX_ADDRESS:
                     raise self.fail((*side.path, "tensor"), f"element offsets of {side.tensor.name!r} reach about "
@@ -630,7 +630,7 @@ def _rebind(side: SideModel, tensors: dict[str, TensorModel]) -> SideModel:
     return side if side.tensor is None else replace(side, tensor=tensors[side.tensor.name])
 
 
-def _offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
+def offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
     """Element offsets of ``layout`` for top-level coordinates within ``bounds``: the layout
     evaluated on intervals (one evaluation core: ``crd2idx`` only uses ``+ * // %``).  A
     swizzle ``A(O + B(c))`` keeps ``x`` in ``[0, 2^k)`` for ``k`` at least its own width."""
