@@ -12,7 +12,8 @@ from threadmap.gpu.behave import behaviour_program, check_behaviour, domain_offs
 from threadmap.gpu.execute import NP_TYPE, SENTINEL
 from threadmap.gpu.log import load_model
 from threadmap.gpu.probe import probe_program
-from threadmap.gpu.run import Item, judge
+from threadmap.gpu.programs import Item
+from threadmap.gpu.run import judge
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,8 +109,8 @@ def test_counters_are_measured_at_every_size_environment() -> None:
     which sizes a row is for."""
     from threadmap.gpu.formats import to_markdown
     from threadmap.gpu.profile import stage_kernels
+    from threadmap.gpu.programs import build_programs
     from threadmap.gpu.report import GpuReport, SideCounters, StageCounters
-    from threadmap.gpu.run import build_programs
     items = build_programs([ROOT / "specs/ranges/row_smem.yaml"])
     assert len({tuple(sorted(it.model.env.items())) for it in items}) == len(items) > 1
     kernels = set(stage_kernels(items))

@@ -223,7 +223,7 @@ def test_a_pattern_that_would_explode_is_refused() -> None:
         L.compile_pattern(r"(?P<tid>((((a{100}){100}){100}){100}))(?P<coord>\d+)")
     with pytest.raises(LogError, match="empty"):
         L.compile_pattern("  ")
-    assert L._repeat_product(r"(?P<tid>\d{1,3}) (?P<coord>[0-9]{2})") == 3
+    assert L.repeat_product(r"(?P<tid>\d{1,3}) (?P<coord>[0-9]{2})") == 3
 
 
 def test_the_header_compiles_in_every_form(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("THREADMAP_CACHE", ".tmcache")
 
 from tests.gpu.run_kernel_log import kernel_cubin  # noqa: E402
-from threadmap.gpu.run import build_programs, suite_source  # noqa: E402
+from threadmap.gpu.programs import build_programs, suite_source  # noqa: E402
 from threadmap.gpu.toolchain import build_cubin  # noqa: E402
 
 ARCH = "sm_90"

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from threadmap.gpu.behave import BehaviourProgram, check_behaviour
-from threadmap.gpu.device import event_seconds
+from threadmap.gpu.device import event_seconds, load_module
+from threadmap.gpu.programs import Item, build_programs, suite_source
 from threadmap.model import KernelModel
 
 #: the value output tensors are filled with before a run (a byte pattern no input holds often)
@@ -33,20 +34,6 @@ KERNEL_VARIANTS: tuple[tuple[str | None, bool], ...] = (
 #: dynamic shared memory a "solo" launch asks for: more than half an SM's (228 KiB on sm_90),
 #: so one CTA runs per SM and no other CTA's accesses share its L1 data path
 SOLO_SHARED = 120 * 1024
-
-
-def arch() -> str:
-    import cupy
-    return f"sm_{cupy.cuda.Device().compute_capability}"  # CuPy spells 9.0 as "90"
-
-
-def load(source: str) -> tuple[Any, Path]:
-    """Build (cached) and load ``source`` for this device: the module and its cubin."""
-    import cupy
-
-    from threadmap.gpu.toolchain import build_cubin
-    cubin = build_cubin(source, arch())
-    return cupy.RawModule(path=str(cubin)), cubin
 
 
 def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
@@ -136,12 +123,11 @@ def run_behaviour(mod: Any, model: KernelModel, prog: BehaviourProgram, repeats:
 # ----------------------------------------------------------------------------- child programs
 
 
-def _child_items(legal_path: str, paths: Sequence[str]) -> tuple[list[Any], Any]:
+def _child_items(legal_path: str, paths: Sequence[str]) -> tuple[list[Item], Any]:
     """The parent's items, rebuilt with its vector legality (no verifier run): the same
     translation unit, so the cached module is loaded, not compiled."""
-    from threadmap.gpu.run import build_programs, suite_source
     items = build_programs(paths, legal_map=json.loads(Path(legal_path).read_text()))
-    mod, _ = load(suite_source(items))
+    mod, _ = load_module(suite_source(items))
     return items, mod
 
 

@@ -45,7 +45,7 @@ import regex
 from pydantic import Field
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.gpu.report import _Model
+from threadmap.gpu.report import ReportModel
 from threadmap.model import CopyModel, KernelModel
 from threadmap.simulate.engine import Simulator
 
@@ -76,13 +76,13 @@ class LogError(ThreadmapError):
     """A log or pattern that cannot be read (exit status 2)."""
 
 
-class Malformed(_Model):
+class Malformed(ReportModel):
     line: int
     text: str
     why: str
 
 
-class LogFinding(_Model):
+class LogFinding(ReportModel):
     kind: str  # moved | missing | extra
     stage: int
     block: int
@@ -95,7 +95,7 @@ class LogFinding(_Model):
     why: str = ""
 
 
-class LogDiff(_Model):
+class LogDiff(ReportModel):
     spec: str
     log: str
     sizes: dict[str, int]
@@ -126,7 +126,7 @@ def compile_pattern(pattern: str | None) -> Any:
     text = pattern or DEFAULT_PATTERN
     if len(text) > 2000:
         raise LogError("--regex: the pattern is longer than 2000 characters")
-    if _repeat_product(text) > MAX_REPEAT:
+    if repeat_product(text) > MAX_REPEAT:
         raise LogError(f"--regex: nested counted repetitions multiply to more than {MAX_REPEAT}; simplify it")
     try:
         pat = regex.compile(text, regex.VERSION0)
@@ -146,7 +146,7 @@ def compile_pattern(pattern: str | None) -> Any:
     return pat
 
 
-def _repeat_product(text: str) -> int:
+def repeat_product(text: str) -> int:
     """An upper estimate of how far counted repetitions ``{n}``/``{n,m}`` multiply when nested:
     per group, the largest product inside it times the count applied to it."""
     import re

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.gpu.cxx import cxx_expr, cxx_obj, cxx_tensor_layout
+from threadmap.gpu.cxx import EXPR_HELPERS, cxx_expr, cxx_obj, cxx_tensor_layout
+from threadmap.gpu.ptx import HELPERS
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.simulate.engine import Simulator
 
@@ -257,7 +258,6 @@ def translation_unit(programs: Sequence[ProbeProgram], *, host_main: bool = Fals
     """One source for many probes: the headers, the expression helpers, every program,
     ``device_only`` sources (the behaviour kernels; compiled only as CUDA) and, for the host
     build, a ``main`` that runs named stage functions over block lists."""
-    from threadmap.gpu.cxx import EXPR_HELPERS
     seen: set[str] = set()
     parts = [PRELUDE, "using namespace cute;", EXPR_HELPERS]
     for p in programs:
@@ -265,7 +265,6 @@ def translation_unit(programs: Sequence[ProbeProgram], *, host_main: bool = Fals
             seen.add(p.uid)
             parts.append(p.source)
     if device_only:
-        from threadmap.gpu.behave import HELPERS
         parts += ["#ifdef __CUDACC__", HELPERS, *device_only, "#endif"]
     if host_main:
         entries = ",\n".join(f'  {{"{s.fn}", &tm_{p.uid}::{s.fn}, {s.threads}, {s.values}, {s.width}}}'
