@@ -315,14 +315,12 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
     cached): per job the ``(nb, T, V, W)`` records of its blocks.  With ``archs`` the same
     compile also builds the kernels for those GPU architectures (see ``build_host``), with
     ``device_only`` sources (the behaviour kernels) among them."""
-    import subprocess
     import tempfile
     from pathlib import Path
 
-    from threadmap.gpu.toolchain import ToolchainError, build_host, forget
+    from threadmap.gpu.toolchain import ToolchainError, build_host, run_cached
     programs = list({p.uid: p for p, _, _ in jobs}.values())
-    binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
-                        defines=("THREADMAP_HOST_MAIN",), archs=archs)
+    source = translation_unit(programs, host_main=True, device_only=device_only)
     outs: list[np.ndarray] = []
     with tempfile.TemporaryDirectory(prefix="threadmap_probe_") as tmp:
         args: list[str] = []
@@ -330,14 +328,7 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
             bf, of = Path(tmp) / f"b{i}", Path(tmp) / f"o{i}"
             np.asarray(blocks, dtype=np.int64).tofile(bf)
             args += [s.fn, str(bf), str(of)]
-        try:
-            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
-        except OSError:
-            # a damaged cached binary: built again, once
-            forget(binary)
-            binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
-                                defines=("THREADMAP_HOST_MAIN",), archs=archs)
-            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+        proc = run_cached(lambda: build_host(source, defines=("THREADMAP_HOST_MAIN",), archs=archs), args)
         if proc.returncode != 0:
             raise ToolchainError(f"the host probe exited {proc.returncode}: {proc.stderr[-2000:]}")
         for i, (_, s, blocks) in enumerate(jobs):
