@@ -125,7 +125,7 @@ def test_counters_are_measured_at_every_size_environment() -> None:
         assert f"| s.yaml | {sizes} | 0 |" in md
 
 
-LEAVES = "tests/gpu/specs/shared_read_leaves_tensor.yaml"
+LEAVES = "tests/gpu/shared_read_leaves_tensor.yaml"
 
 
 def _out_of_tensor(m, prog) -> np.ndarray:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from threadmap.gpu.toolchain import build_cubin  # noqa: E402
 ARCH = "sm_90"
 ONE = "specs/cute_transpose/row_smem_swizzled.yaml"
 #: the device tests' own specs (tests/test_gpu_device.py), each suite()d alone
-DEVICE_SPECS = ["tests/gpu/specs/shared_read_leaves_tensor.yaml"]
+DEVICE_SPECS = ["tests/gpu/shared_read_leaves_tensor.yaml"]
 
 
 def main() -> None:
