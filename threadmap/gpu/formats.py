@@ -117,6 +117,8 @@ def probe_summary(report: GpuReport) -> str:
             + (f", {skipped} stages not probed" if skipped else "")
             + (f", {len(report.errors)} specs with errors" if report.errors else "")
             + (f"; behaviour: {sum(1 for b in report.behaviour if b.agrees)}/{len(report.behaviour)} as expected"
+               + (f" ({unseen} not observable by a run)" if (unseen := sum(
+                   1 for b in report.behaviour if b.agrees is None and b.correct is not None)) else "")
                if report.behaviour else "")
             + (f"; counters: {sum(1 for c in report.counters for s in c.sides if s.agrees)}/"
                f"{sum(len(c.sides) for c in report.counters)} sides predicted = measured" if report.counters else ""))
