@@ -3,7 +3,8 @@
 The headers come from the PyPI package ``nvidia-cutlass`` (``cutlass_library/source/include``).
 A program is compiled once per batch with ``nvcc -std=c++17`` (about 10 s) and run on the
 CPU; its stdout is returned.  Binaries are cached by source hash under ``.cxx_cache/`` so a
-re-run of the suite does not recompile unchanged programs.
+re-run of the suite does not recompile unchanged programs; each entry is built under its
+lock (``toolchain.entry_lock``), so test workers that need the same program compile it once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from threadmap.gpu.toolchain import cutlass_include, nvcc
+from threadmap.gpu.toolchain import cutlass_include, entry_lock, nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("THREADMAP_CXX_CACHE", ROOT / ".cxx_cache"))
@@ -51,16 +52,19 @@ def run_cxx(body: str, *, prelude: str = PRELUDE, timeout: int = 600) -> str:
     CACHE.mkdir(parents=True, exist_ok=True)
     binary = CACHE / f"prog_{key}"
     if not binary.exists():
-        cu = CACHE / f"prog_{key}.cu"
-        cu.write_text(src)
-        tmp = CACHE / f"prog_{key}.tmp{os.getpid()}"
-        proc = subprocess.run(
-            [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)],
-            capture_output=True, text=True, timeout=timeout,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc failed on {cu}:\n{proc.stderr[-6000:]}")
-        tmp.replace(binary)
+        # one compile per program even when test workers ask for it at once
+        with entry_lock(binary):
+            if not binary.exists():
+                cu = CACHE / f"prog_{key}.cu"
+                cu.write_text(src)
+                tmp = CACHE / f"prog_{key}.tmp{os.getpid()}"
+                proc = subprocess.run(
+                    [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)],
+                    capture_output=True, text=True, timeout=timeout,
+                )
+                if proc.returncode != 0:
+                    raise RuntimeError(f"nvcc failed on {cu}:\n{proc.stderr[-6000:]}")
+                tmp.replace(binary)
     out = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(f"{binary} exited {out.returncode}: {out.stderr[-2000:]}")
@@ -124,17 +128,20 @@ def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
     CACHE.mkdir(parents=True, exist_ok=True)
     log = CACHE / f"rej_{key}.log"
     name = f"rej_{key}.cu"
-    if log.exists():
-        text = log.read_text()
-    else:
-        cu = CACHE / name
-        cu.write_text(full)
-        proc = subprocess.run(
-            [exe, "-std=c++17", "-w", f"-I{inc}", "-x", "c++", "-Xcompiler", "-fsyntax-only",
-             "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")],
-            capture_output=True, text=True, timeout=600)
-        text = proc.stderr if proc.returncode else ""
-        log.write_text(text)
+    with entry_lock(log):
+        if log.exists():
+            text = log.read_text()
+        else:
+            cu = CACHE / name
+            cu.write_text(full)
+            proc = subprocess.run(
+                [exe, "-std=c++17", "-w", f"-I{inc}", "-x", "c++", "-Xcompiler", "-fsyntax-only",
+                 "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")],
+                capture_output=True, text=True, timeout=600)
+            text = proc.stderr if proc.returncode else ""
+            tmp = CACHE / f"rej_{key}.tmp{os.getpid()}"
+            tmp.write_text(text)
+            tmp.replace(log)  # whole or absent: a reader never sees half a log
     first = (prelude + "\n").count("\n") + 1
     return {line_of[ln - first] for ln in _lines_with_errors(text, name) if ln - first in line_of}
 

@@ -50,3 +50,14 @@ def test_the_suite_on_one_spec() -> None:
     r = suite(["specs/cute_transpose/row_smem_swizzled.yaml"])
     assert r.probes and all(p.mismatches == 0 for p in r.probes)
     assert r.behaviour and all(b.correct and b.agrees for b in r.behaviour)
+
+
+def test_a_shared_read_outside_its_tensor_fails_as_the_verifier_says() -> None:
+    """The reads past sB deliver the right data (they land in sA); the counting kernel sees
+    them, so the run agrees with the verifier's coverage failure instead of contradicting it."""
+    from threadmap.gpu.run import suite
+    r = suite(["tests/gpu/shared_read_leaves_tensor.yaml"])
+    assert r.probes and all(p.mismatches == 0 for p in r.probes)
+    (b,) = r.behaviour
+    assert b.agrees is True and not b.correct and b.wrong == b.missing == b.stray == 0, b
+    assert b.out_of_tensor == 16 * 16, b  # 16 reads per block outside sB, 16 blocks (the spec's derivation)

@@ -223,7 +223,7 @@ def test_a_pattern_that_would_explode_is_refused() -> None:
         L.compile_pattern(r"(?P<tid>((((a{100}){100}){100}){100}))(?P<coord>\d+)")
     with pytest.raises(LogError, match="empty"):
         L.compile_pattern("  ")
-    assert L._repeat_product(r"(?P<tid>\d{1,3}) (?P<coord>[0-9]{2})") == 3
+    assert L.repeat_product(r"(?P<tid>\d{1,3}) (?P<coord>[0-9]{2})") == 3
 
 
 def test_the_header_compiles_in_every_form(tmp_path: Path) -> None:
@@ -238,26 +238,41 @@ def test_the_header_compiles_in_every_form(tmp_path: Path) -> None:
         raise
 
 
-def test_cli_gpu_usage_and_a_damaged_cache(tmp_path: Path) -> None:
+def test_cli_gpu_usage_and_the_cache(tmp_path: Path) -> None:
+    """Usage errors, a host probe through the command line (the shared compile cache: a warm
+    run compiles nothing; a damaged cached binary is tests/test_gpu_toolchain.py's), and a
+    cache path that is not a directory."""
     spec = str(ROOT / "specs/mma/sm80_8x8x4_f64f64f64f64_tn.yaml")
     for args, msg in [(("--include-dir", spec), "takes no spec paths"),
                       ((spec, "-o", str(tmp_path / "r"), "--json", str(tmp_path / "r")), "the same file")]:
         r = _cli("gpu", *args)
         assert r.returncode == 2 and msg in r.stderr, r.stderr
-    env = {**os.environ, "THREADMAP_CACHE": str(tmp_path / "cache")}
     r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host", "--format", "json"],
-                       capture_output=True, text=True, timeout=900, env=env)
+                       capture_output=True, text=True, timeout=900)
     if r.returncode == 2 and ("nvcc" in r.stderr or "CUTLASS" in r.stderr):
         pytest.skip(r.stderr)
     assert r.returncode == 0 and json.loads(r.stdout)["probes"][0]["stages"][0]["mismatches"] == 0, r.stderr
-    for b in (tmp_path / "cache").glob("host_*"):
-        if not b.suffix:
-            b.write_bytes(b"not a program")  # a damaged cached binary is rebuilt, not trusted
-    r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host"],
-                       capture_output=True, text=True, timeout=900, env=env)
-    assert r.returncode == 0, r.stderr
     (tmp_path / "file").write_text("x")
     r = subprocess.run([sys.executable, "-m", "threadmap.cli", "gpu", spec, "--where", "host"],
                        capture_output=True, text=True, timeout=900,
                        env={**os.environ, "THREADMAP_CACHE": str(tmp_path / "file")})
     assert r.returncode == 2 and "not a usable directory" in r.stderr
+
+
+@pytest.mark.parametrize("digit", ["\u0663", "\uff13", "\u00b3"])  # Arabic-Indic 3, full-width 3, superscript 3
+def test_only_ascii_digits_are_integers(tmp_path: Path, digit: str) -> None:
+    """A record whose number is written in another script's digits is malformed, in the default
+    format and in a custom one, never read as that number."""
+    m = _model(RAGGED)
+    lines = simulated_log(m, np.array([0]))
+    i = next(k for k, x in enumerate(lines) if " tid=3 " in x)
+    # the same records with one ASCII 3 replaced: a thread index, and a coordinate
+    foreign_tid = lines[i].replace(" tid=3 ", f" tid={digit} ")
+    foreign_coord = re.sub(r"coord=\d+,", f"coord={digit},", lines[0])
+    rest = [x for k, x in enumerate(lines) if k not in (0, i)]
+    d = diff_log(m, _write(tmp_path, [foreign_tid, foreign_coord] + rest))
+    assert d.malformed_count == 2 and d.matched == len(rest) and d.missing == 2, d.malformed
+    regex = r"tid=(?P<tid>\S+) iter=(?P<iter>\S+) value=(?P<value>\S+) coord=(?P<coord>\S+)"
+    d = diff_log(m, _write(tmp_path, [foreign_tid, foreign_coord]), pattern=regex)
+    assert d.malformed_count == 2 and d.records == 0
+    assert all("not an integer" in x.why for x in d.malformed), d.malformed

@@ -16,15 +16,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("THREADMAP_CACHE", ".tmcache")
 
 from tests.gpu.run_kernel_log import kernel_cubin  # noqa: E402
-from threadmap.gpu.run import build_programs, suite_source  # noqa: E402
+from threadmap.gpu.programs import build_programs, suite_source  # noqa: E402
 from threadmap.gpu.toolchain import build_cubin  # noqa: E402
 
 ARCH = "sm_90"
 ONE = "specs/cute_transpose/row_smem_swizzled.yaml"
+#: the device tests' own specs (tests/test_gpu_device.py), each suite()d alone
+DEVICE_SPECS = ["tests/gpu/shared_read_leaves_tensor.yaml"]
 
 
 def main() -> None:
-    for what in (["specs/"], [ONE]):
+    for what in (["specs/"], [ONE], *([s] for s in DEVICE_SPECS)):
         t = time.perf_counter()
         items = build_programs(what)
         print(build_cubin(suite_source(items), ARCH), f"{time.perf_counter() - t:.1f} s", flush=True)

@@ -13,7 +13,8 @@ otherwise element by element (the verifier's ``vectorize`` check names those acc
 Three kernels per model, one body:
 
 * ``<uid>_count``: the whole kernel, counting with ``atomicAdd`` every write to a global
-  tensor that some stage writes and every read of one that no stage writes (coverage);
+  tensor that some stage writes and every read of one that no stage writes (coverage), and,
+  per shared side, every access it performs at a coordinate outside its tensor's shape;
 * ``<uid>_run``: the whole kernel, plain (timed with CUDA events);
 * ``<uid>_stage<k>``: only copy stage ``k`` (for Nsight Compute and the SASS: each stage's
   counters and instructions alone).
@@ -22,6 +23,12 @@ The host fills every input tensor with random bits, runs the counting kernel, an
 declared transform (``copy``: ``y(c) == x(c)``, ``transpose``: ``y(c) == x(reversed c)``) and
 that every element of the tensor's domain was touched exactly once (at least once for a spec
 that declares replication), and nothing outside it.
+
+Each shared buffer is its declared size (the bytes its tensors' own elements occupy) followed
+by a guard region reaching as far as any access does, so an access outside its tensor never
+lands in another buffer; such accesses are counted per side (``out_of_tensor``): a kernel
+that reads past a shared tensor may still deliver the right data (the bytes beyond hold what
+an alias stored there), and the verifier's coverage failure must not read as its error.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import numpy as np
 import threadmap.layout as L
 from threadmap.gpu.probe import NotProbed, ProbeProgram, StageProbe
 from threadmap.model import CopyModel, KernelModel, SideModel
+from threadmap.model.kernel import offset_bounds
 from threadmap.simulate.engine import Simulator
 
 ELEM_TYPE = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
@@ -45,33 +53,7 @@ MAX_SHARED_BYTES = 227 << 10  # sm_90's opt-in maximum per CTA
 #: the behaviour kernels store their folded loads only when passed this key (never)
 SINK_KEY = 0x5EED5EED
 
-def _io_helpers() -> str:
-    """``tm_ld_<space><B>`` / ``tm_st_<space><B>``: one access of B bytes as inline PTX, so nvcc
-    can neither merge nor split it (the kernel issues exactly the width the spec declares),
-    nor drop a load whose value is never used (a stage run alone for its counters)."""
-    regs = {1: (["h"], "u8", "unsigned short"), 2: (["h"], "u16", "unsigned short"), 4: (["r"], "b32", "unsigned"),
-            8: (["r"] * 2, "v2.b32", "unsigned"), 16: (["r"] * 4, "v4.b32", "unsigned")}
-    out = ["__device__ __forceinline__ unsigned tm_saddr(const void* p) "
-           "{ return (unsigned)__cvta_generic_to_shared(p); }"]
-    for space, addr, cons in (("global", "p", "l"), ("shared", "tm_saddr(p)", "r")):
-        for nbytes, (rs, ty, ctype) in regs.items():
-            n = len(rs)
-            names = ", ".join(f"%{k}" for k in range(n))
-            vals = "{" + names + "}" if n > 1 else names
-            lo = ", ".join(f'"={c}"(v[{k}])' for k, c in enumerate(rs))
-            out.append(f"__device__ __forceinline__ void tm_ld_{space}{nbytes}(unsigned char* p, void* dst) {{ "
-                       f"{ctype} v[{n}]; asm volatile(\"ld.{space}.{ty} {vals}, [%{n}];\" : {lo} : "
-                       f"\"{cons}\"({addr}) : \"memory\"); memcpy(dst, v, {nbytes}); }}")
-            sv = ", ".join(f"%{k + 1}" for k in range(n))
-            svals = "{" + sv + "}" if n > 1 else sv
-            si = ", ".join(f'"{c}"(v[{k}])' for k, c in enumerate(rs))
-            out.append(f"__device__ __forceinline__ void tm_st_{space}{nbytes}(unsigned char* p, const void* src) {{ "
-                       f"{ctype} v[{n}] = {{}}; memcpy(v, src, {nbytes}); asm volatile(\"st.{space}.{ty} [%0], "
-                       f"{svals};\" :: \"{cons}\"({addr}), {si} : \"memory\"); }}")
-    return "\n".join(out) + "\n"
 
-
-HELPERS = _io_helpers()
 
 
 @dataclass(frozen=True)
@@ -84,6 +66,7 @@ class Buffer:
     elements: int          # allocation, in elements of the tensor (global) / bytes (shared root)
     shared_offset: int = 0  # byte offset inside dynamic shared memory
     counted: str | None = None  # "write" | "read" (global tensors)
+    guard: int = 0         # bytes of the allocation past the declared tensors (shared roots)
 
 
 @dataclass(frozen=True)
@@ -97,6 +80,8 @@ class BehaviourProgram:
     stages: tuple[int, ...] = ()
     #: (stage, side) -> bits of one access the source issues on that memory side
     access_bits: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: the shared sides (stage, side, tensor), in the order of the kernel's out-of-tensor counters
+    shared_sides: tuple[tuple[int, str, str], ...] = ()
 
     @property
     def count_kernel(self) -> str:
@@ -120,7 +105,6 @@ def _extent(model: KernelModel, t: Any) -> int:
     """Elements a global tensor's allocation needs: its layout's cosize, and beyond it every
     offset an access can reach over the grid (interval bounds; an unpredicated access past
     the edge must land in the allocation, where the counts see it, not in another buffer)."""
-    from threadmap.model.kernel import offset_bounds
     n = int(L.cosize(t.layout)) + int(t.offset)
     for cp in model.copies():
         for s in cp.sides():
@@ -133,8 +117,9 @@ def _extent(model: KernelModel, t: Any) -> int:
 
 
 def _shared_extent(model: KernelModel) -> dict[str, int]:
-    """Bytes each shared buffer root needs: the largest byte address any access of it reaches
-    (layouts evaluated by the simulator over every access of one block), plus one element."""
+    """Bytes each shared buffer root's accesses reach: the largest byte address any access of
+    it reaches (layouts evaluated by the simulator over every access of one block), plus one
+    element."""
     sim = Simulator(model)
     need: dict[str, int] = {}
     for cp in model.copies():
@@ -142,6 +127,17 @@ def _shared_extent(model: KernelModel) -> dict[str, int]:
             if t.memory == "shared" and len(t):
                 need[t.buffer] = max(need.get(t.buffer, 0), int(t.addr.max()) + t.elem_bytes)
     return need
+
+
+def shared_declared(model: KernelModel) -> dict[str, int]:
+    """Bytes each shared buffer root holds as declared: the end of the last byte of any element
+    of a tensor viewing it (every coordinate of its shape; view offsets included)."""
+    out: dict[str, int] = {}
+    for t in model.tensors.values():
+        if t.memory == "shared":
+            end = (int(domain_offsets(model, t.name).max(initial=-1)) + 1) * t.elem_bytes
+            out[t.buffer] = max(out.get(t.buffer, 0), end)
+    return out
 
 
 def behaviour_program(model: KernelModel, probe: ProbeProgram,
@@ -172,17 +168,20 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
         buffers.append(Buffer(t.name, "global", t.elem_bytes, n, counted="write" if t.name in written else "read"))
     if total > MAX_GLOBAL_BYTES:
         raise NotProbed(f"the global tensors need {total} bytes; a behaviour run allocates at most {MAX_GLOBAL_BYTES}")
-    ext = _shared_extent(model)
+    reach, declared = _shared_extent(model), shared_declared(model)
     at = 0
     offsets: dict[str, int] = {}
-    for root, n in sorted(ext.items()):
+    for root in sorted(reach):
+        n = max(declared.get(root, 0), reach.get(root, 0))
         offsets[root] = at
-        buffers.append(Buffer(root, "shared", 1, n, shared_offset=at))
+        buffers.append(Buffer(root, "shared", 1, n, shared_offset=at, guard=n - declared.get(root, 0)))
         at += -(-n // 16) * 16
     if at > MAX_SHARED_BYTES:
         raise NotProbed(f"the shared buffers need {at} bytes; a CTA gets at most {MAX_SHARED_BYTES}")
     stage_probe = {s.stage: s for s in probe.stages}
     ns = f"tm_{probe.uid}"
+    shared_sides = tuple((s.stage, s.which, s.tensor.name) for cp in model.copies() for s in cp.sides()
+                         if s.tensor is not None and s.tensor.memory == "shared")
     body: list[str] = []
     frags: dict[str, tuple[int, str]] = {}
     bits: dict[tuple[int, str], int] = {}
@@ -194,7 +193,7 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
             if s.tensor is None:
                 frags.setdefault(s.name, (s.partition.values, ELEM_TYPE[s.elem_bits]))
         legal = {w: (vector_legal or {}).get((i, w), True) for w in ("src", "dst")}
-        body += _copy_lines(st, stage_probe[i], ns, offsets, written, legal)
+        body += _copy_lines(st, stage_probe[i], ns, offsets, written, legal, shared_sides)
         for s in st.sides():
             if s.tensor is not None:
                 bits[(i, s.which)] = s.vec * s.elem_bits if legal[s.which] and _wide(s) else s.elem_bits
@@ -203,9 +202,9 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
     # (a stage run alone for its counters), at no memory traffic
     params = ", ".join([f"unsigned char* g_{b.name}" for b in buffers if b.memory == "global"]
                        + [f"unsigned int* n_{b.name}" for b in buffers if b.memory == "global"]
-                       + ["unsigned int* tm_sink", "int tm_key"])
+                       + ["unsigned int* tm_oob", "unsigned int* tm_sink", "int tm_key"])
     args = ", ".join([f"g_{b.name}" for b in buffers if b.memory == "global"]
-                     + [f"n_{b.name}" for b in buffers if b.memory == "global"] + ["tm_sink", "tm_key"])
+                     + [f"n_{b.name}" for b in buffers if b.memory == "global"] + ["tm_oob", "tm_sink", "tm_key"])
     decl = [f"  {ty} rf_{name}[{v}];" for name, (v, ty) in sorted(frags.items())]
     decl += [f"  TM_UNROLL for (int k = 0; k < {v}; ++k) rf_{name}[k] = 0;" for name, (v, _) in sorted(frags.items())]
     src = "\n".join([
@@ -226,7 +225,7 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
           for k in (s.stage for s in probe.stages) for w, mask in (("src", 1), ("dst", 2))),
         ""])
     return BehaviourProgram(probe.uid, src, model.threads, model.grid, at, tuple(buffers),
-                            tuple(s.stage for s in probe.stages), bits)
+                            tuple(s.stage for s in probe.stages), bits, shared_sides)
 
 
 def _wide(s: SideModel) -> bool:
@@ -243,11 +242,13 @@ def _side_ptr(s: SideModel, f: Any, offsets: dict[str, int]) -> str:
 
 
 def _copy_lines(cp: CopyModel, sp: StageProbe, ns: str, offsets: dict[str, int], written: set[str],
-                legal: dict[str, bool]) -> list[str]:
+                legal: dict[str, bool], shared_sides: tuple[tuple[int, str, str], ...]) -> list[str]:
     """One copy stage: the probe function gives every value's offsets and predicate; the src
     side loads into ``tmp``, the dst side stores from it (``SIDES`` picks either alone).  A
     warp skips an access none of its lanes performs (a vote), so no instruction is issued
-    with every lane masked: the verifier counts instructions with at least one active lane."""
+    with every lane masked: the verifier counts instructions with at least one active lane.
+    A shared side counts each element it accesses outside its tensor's shape (the probe's
+    in-bounds flag) in ``tm_oob`` at its index in ``shared_sides``."""
     V, W = sp.values, sp.width
     fields = {f.which: f for f in sp.sides}
     e_bits = next(s.elem_bits for s in cp.sides() if s.tensor is not None)
@@ -281,6 +282,9 @@ def _copy_lines(cp: CopyModel, sp: StageProbe, ns: str, offsets: dict[str, int],
         # coverage: writes of a tensor some stage writes, reads of one no stage writes
         counted = t.memory == "global" and (t.name in written) == (not load)
         count = f"if (COUNT) atomicAdd(&n_{t.name}[r[{f.offset_field}]], 1u);" if counted else ""
+        if t.memory == "shared":
+            slot = shared_sides.index((cp.index, s.which, t.name))
+            count = f"if (COUNT && !r[{f.inb_field}]) atomicAdd(&tm_oob[{slot}], 1u);"
         # the declared vector as one instruction where the verifier finds every access of this
         # side legal here (contiguous, aligned); else one element per access
         vec = s.vec if legal[s.which] and _wide(s) else 1
@@ -337,13 +341,23 @@ def domain_offsets(model: KernelModel, name: str) -> np.ndarray:
 
 
 def check_behaviour(model: KernelModel, prog: BehaviourProgram, data: dict[str, np.ndarray],
-                    counts: dict[str, np.ndarray]) -> dict[str, Any]:
+                    counts: dict[str, np.ndarray], out_of_tensor: np.ndarray | None = None) -> dict[str, Any]:
     """Judge a counting run: ``data`` holds every global tensor's elements after the run (the
-    input ones as filled), ``counts`` the accesses counted per element.  Returns the numbers:
+    input ones as filled), ``counts`` the accesses counted per element, ``out_of_tensor`` the
+    accesses of each of ``prog.shared_sides`` outside its tensor.  Returns the numbers:
     ``missing`` (domain elements never touched), ``duplicates`` (touched more than once),
     ``stray`` (touched outside the domain), ``wrong`` (output elements that do not hold the
-    declared transform of the input), and ``correct``."""
-    out: dict[str, Any] = {"missing": 0, "duplicates": 0, "stray": 0, "wrong": 0, "checked": 0, "first": []}
+    declared transform of the input), ``out_of_tensor`` (shared accesses outside their
+    tensor), and ``correct``."""
+    out: dict[str, Any] = {"missing": 0, "duplicates": 0, "stray": 0, "wrong": 0, "checked": 0,
+                           "out_of_tensor": 0, "first": []}
+    oob = np.zeros(len(prog.shared_sides), dtype=np.int64) if out_of_tensor is None else \
+        np.asarray(out_of_tensor, dtype=np.int64)[:len(prog.shared_sides)]
+    for (stage, which, name), n in zip(prog.shared_sides, oob.tolist()):
+        out["out_of_tensor"] += n
+        if n:
+            out["first"].append(f"stage {stage} {which}: {n} accesses of shared {name} outside its shape "
+                                f"{tuple(int(e) for e in model.tensors[name].shape)}")
     repl = model.expect.replication
     for b in prog.globals():
         c = counts[b.name].astype(np.int64)
@@ -387,7 +401,7 @@ def check_behaviour(model: KernelModel, prog: BehaviourProgram, data: dict[str, 
                 i = int(np.flatnonzero(bad)[0])
                 out["first"].append(f"{dst}{_coord(model, dst, i)} holds {int(got[i]):#x}, expected "
                                     f"{int(want[i]):#x} from {src}")
-    out["correct"] = out["missing"] == out["duplicates"] == out["stray"] == out["wrong"] == 0
+    out["correct"] = out["missing"] == out["duplicates"] == out["stray"] == out["wrong"] == out["out_of_tensor"] == 0
     return out
 
 

@@ -12,13 +12,14 @@ import platform
 import subprocess
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.probe import ProbeProgram, StageProbe, translation_unit
-from threadmap.gpu.toolchain import find_tool, require
+from threadmap.gpu.toolchain import build_cubin, find_tool, require
 
 
 class NoDevice(ThreadmapError):
@@ -83,6 +84,19 @@ def _driver_version() -> str:
         return "?"
 
 
+def arch() -> str:
+    """This device's architecture, ``sm_90``."""
+    import cupy
+    return f"sm_{cupy.cuda.Device().compute_capability}"  # CuPy spells 9.0 as "90"
+
+
+def load_module(source: str) -> tuple[Any, Path]:
+    """Build (cached) and load ``source`` for this device: the module and its cubin."""
+    import cupy
+    cubin = build_cubin(source, arch())
+    return cupy.RawModule(path=str(cubin)), cubin
+
+
 def event_seconds(fn: Callable[[], Any], repeats: int = 1) -> list[float]:
     """Seconds of each of ``repeats`` calls of ``fn`` (its kernels, on the current stream), by
     CUDA events."""
@@ -105,9 +119,8 @@ def run_probes(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
     holding the probes (else they are compiled, cached, and loaded)."""
     import cupy
     if mod is None:
-        from threadmap.gpu.execute import load
         programs = list({p.uid: p for p, _, _ in jobs}.values())
-        mod, _ = load(translation_unit(programs))
+        mod, _ = load_module(translation_unit(programs))
     outs: list[np.ndarray] = []
     secs: list[float] = []
     for _, s, blocks in jobs:

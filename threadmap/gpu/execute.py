@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from threadmap.gpu.behave import BehaviourProgram, check_behaviour
-from threadmap.gpu.device import event_seconds
+from threadmap.gpu.device import event_seconds, load_module
+from threadmap.gpu.programs import Item, build_programs, suite_source
 from threadmap.model import KernelModel
 
 #: the value output tensors are filled with before a run (a byte pattern no input holds often)
@@ -33,20 +34,6 @@ KERNEL_VARIANTS: tuple[tuple[str | None, bool], ...] = (
 #: dynamic shared memory a "solo" launch asks for: more than half an SM's (228 KiB on sm_90),
 #: so one CTA runs per SM and no other CTA's accesses share its L1 data path
 SOLO_SHARED = 120 * 1024
-
-
-def arch() -> str:
-    import cupy
-    return f"sm_{cupy.cuda.Device().compute_capability}"  # CuPy spells 9.0 as "90"
-
-
-def load(source: str) -> tuple[Any, Path]:
-    """Build (cached) and load ``source`` for this device: the module and its cubin."""
-    import cupy
-
-    from threadmap.gpu.toolchain import build_cubin
-    cubin = build_cubin(source, arch())
-    return cupy.RawModule(path=str(cubin)), cubin
 
 
 def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
@@ -80,13 +67,16 @@ class Buffers:
                 self.data[b.name] = cupy.full(nbytes, SENTINEL, dtype=cupy.uint8)
             self.counts[b.name] = cupy.zeros(max(1, b.elements), dtype=cupy.uint32)
         self.sink = cupy.zeros(max(1, prog.threads), dtype=cupy.uint32)
+        self.oob = cupy.zeros(max(1, len(prog.shared_sides)), dtype=cupy.uint32)
 
     def args(self) -> tuple[Any, ...]:
         g = self.prog.globals()
         # tm_key 0: the sink is never written (see behave.SINK_KEY)
-        return tuple(self.data[b.name] for b in g) + tuple(self.counts[b.name] for b in g) + (self.sink, np.int32(0))
+        return (tuple(self.data[b.name] for b in g) + tuple(self.counts[b.name] for b in g)
+                + (self.oob, self.sink, np.int32(0)))
 
     def reset_outputs(self) -> None:
+        self.oob.fill(0)
         for b in self.prog.globals():
             self.counts[b.name].fill(0)
             if b.counted == "write":
@@ -97,6 +87,11 @@ class Buffers:
         data = {b.name: cupy.asnumpy(self.data[b.name]).view(NP_TYPE[b.elem_bytes]) for b in self.prog.globals()}
         counts = {b.name: cupy.asnumpy(self.counts[b.name])[:b.elements] for b in self.prog.globals()}
         return data, counts
+
+    def out_of_tensor(self) -> np.ndarray:
+        """Per shared side of the program, its accesses outside its tensor (counting run)."""
+        import cupy
+        return np.asarray(cupy.asnumpy(self.oob)[:len(self.prog.shared_sides)])
 
 
 def launch(mod: Any, name: str, prog: BehaviourProgram, bufs: Buffers,
@@ -116,7 +111,7 @@ def run_behaviour(mod: Any, model: KernelModel, prog: BehaviourProgram, repeats:
     launch(mod, prog.count_kernel, prog, bufs)
     cupy.cuda.Device().synchronize()
     data, counts = bufs.host()
-    res = check_behaviour(model, prog, data, counts)
+    res = check_behaviour(model, prog, data, counts, bufs.out_of_tensor())
     res["count_run_s"] = round(time.perf_counter() - t0, 4)
     moved = sum(int(counts[b.name].sum()) * b.elem_bytes for b in prog.globals())
     launch(mod, prog.run_kernel, prog, bufs)  # warm-up
@@ -128,12 +123,11 @@ def run_behaviour(mod: Any, model: KernelModel, prog: BehaviourProgram, repeats:
 # ----------------------------------------------------------------------------- child programs
 
 
-def _child_items(legal_path: str, paths: Sequence[str]) -> tuple[list[Any], Any]:
+def _child_items(legal_path: str, paths: Sequence[str]) -> tuple[list[Item], Any]:
     """The parent's items, rebuilt with its vector legality (no verifier run): the same
     translation unit, so the cached module is loaded, not compiled."""
-    from threadmap.gpu.run import build_programs, suite_source
     items = build_programs(paths, legal_map=json.loads(Path(legal_path).read_text()))
-    mod, _ = load(suite_source(items))
+    mod, _ = load_module(suite_source(items))
     return items, mod
 
 

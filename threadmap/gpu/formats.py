@@ -68,10 +68,12 @@ def render_behaviour(report: GpuReport, console: Any) -> None:
         elif b.correct:
             res = "[green]correct[/green]"
         else:
-            res = f"[red]missing {b.missing}, dup {b.duplicates}, stray {b.stray}, wrong {b.wrong}[/red]"
+            res = (f"[red]missing {b.missing}, dup {b.duplicates}, stray {b.stray}, wrong {b.wrong}"
+                   + (f", outside shared tensors {b.out_of_tensor}" if b.out_of_tensor else "") + "[/red]")
         exp = b.expected + (f" ({', '.join(b.expected_failing)})" if b.expected_failing else "")
-        ag = "-" if b.agrees is None else ("[green]yes[/green]" if b.agrees else "[red]NO[/red]")
-        t.add_row(escape(b.spec), _sizes(b.sizes), res, exp, ag + (f" {escape(b.note)}" if b.note and b.agrees is False
+        ag = ("[green]yes[/green]" if b.agrees else "[red]NO[/red]" if b.agrees is False
+              else "[yellow]n/a[/yellow]" if b.correct is not None else "-")
+        t.add_row(escape(b.spec), _sizes(b.sizes), res, exp, ag + (f" {escape(b.note)}" if b.note and not b.agrees
                                                                     else ""),
                   f"{b.time_s * 1e6:.1f} us" if b.time_s else "", f"{b.gbps:.0f}" if b.gbps else "",
                   f"{b.of_copy_bandwidth:.0%}" if b.of_copy_bandwidth else "")
@@ -86,16 +88,17 @@ def render_counters(report: GpuReport, console: Any) -> None:
     console.print("[bold]counters[/bold] (Nsight Compute): predicted beside measured with the side alone one CTA "
                   "per SM, alone with full occupancy, and with the stage's other side")
     t = Table()
-    cols = ("spec", "stage", "side", "metric", "predicted", "measured", "concurrent", "in stage", "bits", "SASS")
+    cols = ("spec", "sizes", "stage", "side", "metric", "predicted", "measured", "concurrent", "in stage", "bits",
+            "SASS")
     for col in cols:
-        t.add_column(col, justify="right" if col in cols[4:8] else "left")
+        t.add_column(col, justify="right" if col in cols[5:9] else "left")
 
     def f3(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
     for c in report.counters:
         for sd in c.sides:
             colour = "green" if sd.agrees else "red" if sd.agrees is False else "yellow"
-            t.add_row(escape(c.spec), str(c.stage), f"{sd.side} {sd.memory} {sd.op}",
+            t.add_row(escape(c.spec), _sizes(c.sizes), str(c.stage), f"{sd.side} {sd.memory} {sd.op}",
                       "sectors/req" if sd.metric == "sectors_per_request" else "wavefronts/inst", f3(sd.predicted),
                       f"[{colour}]{f3(sd.measured)}[/{colour}]", f3(sd.measured_concurrent), f3(sd.measured_in_stage),
                       str(sd.source_bits), ",".join(map(str, sd.sass_bits)) or "-")
@@ -114,6 +117,8 @@ def probe_summary(report: GpuReport) -> str:
             + (f", {skipped} stages not probed" if skipped else "")
             + (f", {len(report.errors)} specs with errors" if report.errors else "")
             + (f"; behaviour: {sum(1 for b in report.behaviour if b.agrees)}/{len(report.behaviour)} as expected"
+               + (f" ({unseen} not observable by a run)" if (unseen := sum(
+                   1 for b in report.behaviour if b.agrees is None and b.correct is not None)) else "")
                if report.behaviour else "")
             + (f"; counters: {sum(1 for c in report.counters for s in c.sides if s.agrees)}/"
                f"{sum(len(c.sides) for c in report.counters)} sides predicted = measured" if report.counters else ""))
@@ -170,15 +175,16 @@ def to_markdown(report: GpuReport) -> str:
             "|---|---|---|---|---|---|---|---|---|"]
     for b in report.behaviour:
         res = b.skipped or ("correct" if b.correct else
-                            f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}")
+                            f"missing {b.missing}, duplicates {b.duplicates}, stray {b.stray}, wrong {b.wrong}"
+                            + (f", outside shared tensors {b.out_of_tensor}" if b.out_of_tensor else ""))
         out.append(f"| {_md(b.spec)} | {_sizes(b.sizes)} | {_md(res)} | {_md(b.note)} | "
-                   f"{'yes' if b.agrees else 'NO'} | "
+                   f"{'yes' if b.agrees else 'n/a' if b.agrees is None else 'NO'} | "
                    f"{'-' if b.race_hazards is None else b.race_hazards} | "
                    f"{f'{b.time_s * 1e6:.1f} us' if b.time_s else '-'} | {f'{b.gbps:.0f}' if b.gbps else '-'} | "
                    f"{f'{b.of_copy_bandwidth:.1%}' if b.of_copy_bandwidth else '-'} |")
     out += ["", "### Counters", "",
-            "| spec | stage | side | metric | predicted | measured | concurrent | in stage | bits (source / SASS) | "
-            "stage time | agrees |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| spec | sizes | stage | side | metric | predicted | measured | concurrent | in stage | "
+            "bits (source / SASS) | stage time | agrees |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f3(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -186,7 +192,8 @@ def to_markdown(report: GpuReport) -> str:
         for sd in c.sides:
             metric = "sectors/request" if sd.metric == "sectors_per_request" else "wavefronts/instruction"
             ag = "yes" if sd.agrees else "NO" if sd.agrees is False else f"n/a: {sd.note}"
-            out.append(f"| {_md(c.spec)} | {c.stage} | {sd.side} {sd.memory} {sd.op} | {metric} | {f3(sd.predicted)} | "
+            out.append(f"| {_md(c.spec)} | {_sizes(c.sizes)} | {c.stage} | {sd.side} {sd.memory} {sd.op} | "
+                       f"{metric} | {f3(sd.predicted)} | "
                        f"{f3(sd.measured)} | {f3(sd.measured_concurrent)} | {f3(sd.measured_in_stage)} | "
                        f"{sd.source_bits} / {','.join(map(str, sd.sass_bits)) or '-'} | "
                        f"{f'{c.time_s * 1e6:.1f} us' if c.time_s else '-'} | {ag} |")

@@ -45,12 +45,16 @@ import regex
 from pydantic import Field
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.gpu.report import _Model
+from threadmap.gpu.report import ReportModel
 from threadmap.model import CopyModel, KernelModel
 from threadmap.simulate.engine import Simulator
 
-DEFAULT_PATTERN = (r"TM stage=(?P<stage>-?\d+) block=(?P<block>\d+(?:,\d+){0,2}) tid=(?P<tid>\d+) "
-                   r"iter=(?P<iter>-?\d+) value=(?P<value>-?\d+) coord=(?P<coord>-?\d+(?:,-?\d+){0,7})")
+# [0-9], not \d: \d also matches other scripts' digits (Arabic-Indic, full-width), which
+# int() would read as numbers; a record's integers are ASCII
+DEFAULT_PATTERN = (r"TM stage=(?P<stage>-?[0-9]+) block=(?P<block>[0-9]+(?:,[0-9]+){0,2}) tid=(?P<tid>[0-9]+) "
+                   r"iter=(?P<iter>-?[0-9]+) value=(?P<value>-?[0-9]+) coord=(?P<coord>-?[0-9]+(?:,-?[0-9]+){0,7})")
+#: an integer field: ASCII digits only (str.isdigit and int() accept any script's digits)
+INTEGER = regex.compile(r"-?[0-9]{1,19}")
 DEFAULT_MARKER = "TM "
 #: largest log read (bytes), longest line (a record is far shorter), most records kept (each
 #: costs about 1 KB of memory with the simulation it is matched against)
@@ -72,13 +76,13 @@ class LogError(ThreadmapError):
     """A log or pattern that cannot be read (exit status 2)."""
 
 
-class Malformed(_Model):
+class Malformed(ReportModel):
     line: int
     text: str
     why: str
 
 
-class LogFinding(_Model):
+class LogFinding(ReportModel):
     kind: str  # moved | missing | extra
     stage: int
     block: int
@@ -91,7 +95,7 @@ class LogFinding(_Model):
     why: str = ""
 
 
-class LogDiff(_Model):
+class LogDiff(ReportModel):
     spec: str
     log: str
     sizes: dict[str, int]
@@ -122,7 +126,7 @@ def compile_pattern(pattern: str | None) -> Any:
     text = pattern or DEFAULT_PATTERN
     if len(text) > 2000:
         raise LogError("--regex: the pattern is longer than 2000 characters")
-    if _repeat_product(text) > MAX_REPEAT:
+    if repeat_product(text) > MAX_REPEAT:
         raise LogError(f"--regex: nested counted repetitions multiply to more than {MAX_REPEAT}; simplify it")
     try:
         pat = regex.compile(text, regex.VERSION0)
@@ -142,7 +146,7 @@ def compile_pattern(pattern: str | None) -> Any:
     return pat
 
 
-def _repeat_product(text: str) -> int:
+def repeat_product(text: str) -> int:
     """An upper estimate of how far counted repetitions ``{n}``/``{n,m}`` multiply when nested:
     per group, the largest product inside it times the count applied to it."""
     import re
@@ -178,8 +182,8 @@ def _int(s: str | None, what: str) -> int:
     if s is None or s == "":
         return -1
     s = s.strip()
-    if len(s) > 19 or not s.lstrip("-").isdigit():
-        raise ValueError(f"{what} {s!r} is not an integer")
+    if not INTEGER.fullmatch(s):
+        raise ValueError(f"{what} {s!r} is not an integer (ASCII digits)")
     return int(s)
 
 

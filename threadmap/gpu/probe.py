@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.gpu.cxx import cxx_expr, cxx_obj, cxx_tensor_layout
+from threadmap.gpu.cxx import EXPR_HELPERS, cxx_expr, cxx_obj, cxx_tensor_layout
+from threadmap.gpu.ptx import HELPERS
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.simulate.engine import Simulator
 
@@ -257,7 +258,6 @@ def translation_unit(programs: Sequence[ProbeProgram], *, host_main: bool = Fals
     """One source for many probes: the headers, the expression helpers, every program,
     ``device_only`` sources (the behaviour kernels; compiled only as CUDA) and, for the host
     build, a ``main`` that runs named stage functions over block lists."""
-    from threadmap.gpu.cxx import EXPR_HELPERS
     seen: set[str] = set()
     parts = [PRELUDE, "using namespace cute;", EXPR_HELPERS]
     for p in programs:
@@ -265,7 +265,6 @@ def translation_unit(programs: Sequence[ProbeProgram], *, host_main: bool = Fals
             seen.add(p.uid)
             parts.append(p.source)
     if device_only:
-        from threadmap.gpu.behave import HELPERS
         parts += ["#ifdef __CUDACC__", HELPERS, *device_only, "#endif"]
     if host_main:
         entries = ",\n".join(f'  {{"{s.fn}", &tm_{p.uid}::{s.fn}, {s.threads}, {s.values}, {s.width}}}'
@@ -316,14 +315,12 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
     cached): per job the ``(nb, T, V, W)`` records of its blocks.  With ``archs`` the same
     compile also builds the kernels for those GPU architectures (see ``build_host``), with
     ``device_only`` sources (the behaviour kernels) among them."""
-    import subprocess
     import tempfile
     from pathlib import Path
 
-    from threadmap.gpu.toolchain import ToolchainError, build_host, forget
+    from threadmap.gpu.toolchain import ToolchainError, build_host, run_cached
     programs = list({p.uid: p for p, _, _ in jobs}.values())
-    binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
-                        defines=("THREADMAP_HOST_MAIN",), archs=archs)
+    source = translation_unit(programs, host_main=True, device_only=device_only)
     outs: list[np.ndarray] = []
     with tempfile.TemporaryDirectory(prefix="threadmap_probe_") as tmp:
         args: list[str] = []
@@ -331,14 +328,7 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
             bf, of = Path(tmp) / f"b{i}", Path(tmp) / f"o{i}"
             np.asarray(blocks, dtype=np.int64).tofile(bf)
             args += [s.fn, str(bf), str(of)]
-        try:
-            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
-        except OSError:
-            # a damaged cached binary: built again, once
-            forget(binary)
-            binary = build_host(translation_unit(programs, host_main=True, device_only=device_only),
-                                defines=("THREADMAP_HOST_MAIN",), archs=archs)
-            proc = subprocess.run([str(binary), *args], capture_output=True, text=True)
+        proc = run_cached(lambda: build_host(source, defines=("THREADMAP_HOST_MAIN",), archs=archs), args)
         if proc.returncode != 0:
             raise ToolchainError(f"the host probe exited {proc.returncode}: {proc.stderr[-2000:]}")
         for i, (_, s, blocks) in enumerate(jobs):

@@ -141,24 +141,33 @@ def _num(v: str | None) -> float | None:
         return None
 
 
-def stage_counters(all_items: Sequence[Any], items: Sequence[Any], cubin: Path, legal: dict[str, Any],
-                   timeout: float = 540) -> tuple[list[StageCounters], list[str]]:
-    """Profile every stage kernel of ``items`` (one child process under ncu, rebuilding
-    ``all_items`` from ``legal``) and set each side's measurement beside the prediction."""
+def stage_kernels(items: Sequence[Any]) -> list[str]:
+    """The kernels profiled for ``items``: every variant of every stage of every item (each
+    size environment of each spec) that has a behaviour kernel."""
+    return [it.behaviour.stage_kernel(s, w, ser) for it in items if it.behaviour
+            for s in it.behaviour.stages for w, ser in KERNEL_VARIANTS]
+
+
+def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
+                   timeout: float | None = None) -> tuple[list[StageCounters], list[str]]:
+    """Profile every stage kernel of ``items`` (one child process under ncu, rebuilding the
+    items from ``legal``) and set each side's measurement beside the prediction.  ``timeout``:
+    540 s, or 2 s per kernel when there are more."""
     notes: list[str] = []
     exe = find_tool("ncu")
     if exe is None:
         return [], ["ncu not found: no counters measured"]
+    kernels = stage_kernels(items)
+    timeout = timeout or max(540.0, 2.0 * len(kernels))
     with tempfile.TemporaryDirectory(prefix="threadmap_ncu_") as tmp:
         order_path, lp, kp = Path(tmp) / "order.json", Path(tmp) / "legal.json", Path(tmp) / "kernels.json"
         lp.write_text(json.dumps(legal))
-        kp.write_text(json.dumps([it.behaviour.stage_kernel(s, w, ser) for it in items if it.behaviour
-                                  for s in it.behaviour.stages for w, ser in KERNEL_VARIANTS]))
+        kp.write_text(json.dumps(kernels))
         cmd = [exe, "--clock-control", "none", "--target-processes", "all",
                "-k", r"regex:^tm_.*_stage[0-9]+(_src|_dst)?(_solo)?$", "--metrics", ",".join(available_metrics(exe)),
                "--csv", "--page", "raw",
                sys.executable, "-m", "threadmap.gpu.execute", "stages", str(order_path), str(lp), str(kp),
-               *sorted({it.path for it in all_items})]
+               *sorted({it.path for it in items})]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
         except subprocess.TimeoutExpired:

@@ -9,11 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from threadmap.report.model import SpecError
 
 
-class _Model(BaseModel):
+class ReportModel(BaseModel):
+    """The base of the GPU report's models (and of ``threadmap diff``'s): unknown fields refused."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class ProbeMismatch(_Model):
+class ProbeMismatch(ReportModel):
     """One (block, thread, value) whose probe record differs from the simulator's."""
 
     stage: int
@@ -27,7 +29,7 @@ class ProbeMismatch(_Model):
     simulated: dict[str, Any]
 
 
-class StageProbe(_Model):
+class StageProbe(ReportModel):
     stage: int
     name: str | None = None
     line: int | None = None
@@ -38,7 +40,7 @@ class StageProbe(_Model):
     skipped: str | None = Field(None, description="why this stage was not probed")
 
 
-class ModelProbe(_Model):
+class ModelProbe(ReportModel):
     """One spec at one size environment, probed."""
 
     spec: str
@@ -57,7 +59,7 @@ class ModelProbe(_Model):
         return sum(s.mismatches for s in self.stages)
 
 
-class BehaviourRun(_Model):
+class BehaviourRun(ReportModel):
     """The spec's data movement on the device, checked on the host."""
 
     spec: str
@@ -69,6 +71,7 @@ class BehaviourRun(_Model):
     duplicates: int = 0
     stray: int = 0
     wrong: int = 0
+    out_of_tensor: int = Field(0, description="shared accesses at coordinates outside their tensor's shape")
     checked: int = 0
     first: list[str] = Field(default_factory=list)
     expected: str = "pass"
@@ -82,7 +85,7 @@ class BehaviourRun(_Model):
     of_copy_bandwidth: float | None = None
 
 
-class SideCounters(_Model):
+class SideCounters(ReportModel):
     """One side of one stage: what the verifier predicts beside what the hardware counted."""
 
     side: str
@@ -102,7 +105,7 @@ class SideCounters(_Model):
     note: str = ""
 
 
-class StageCounters(_Model):
+class StageCounters(ReportModel):
     spec: str
     name: str
     sizes: dict[str, int]
@@ -112,7 +115,7 @@ class StageCounters(_Model):
     time_s: float | None = None
 
 
-class GpuReport(_Model):
+class GpuReport(ReportModel):
     probes: list[ModelProbe] = Field(default_factory=list)
     behaviour: list[BehaviourRun] = Field(default_factory=list)
     counters: list[StageCounters] = Field(default_factory=list)

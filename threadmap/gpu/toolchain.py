@@ -14,7 +14,8 @@ import importlib.util
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from threadmap.errors import ThreadmapError
@@ -133,20 +134,51 @@ def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:
         raise ToolchainError(f"{what} failed:\n{proc.stderr[-6000:]}")
 
 
+@contextmanager
+def entry_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on one cache entry (the file ``PATH.lock``, ``flock``): processes
+    building the same entry at once (pytest-xdist workers, parallel runs) compile it once;
+    the others wait and reuse the output.  The lock goes with the descriptor, so a killed
+    builder never leaves it held."""
+    import fcntl  # POSIX: the CUDA toolchain's platforms
+    fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _cached(kind: str, ext: str, source: str, flags: list[str], mode: list[str], what: str) -> Path:
     """Compile ``source`` with ``nvcc flags mode SRC -o OUT`` once; later calls with the same
-    source, flags and headers return the cached output (written atomically)."""
+    source, flags and headers return the cached output (written atomically).  A build holds
+    the entry's lock, so a concurrent call waits for it instead of compiling the same again."""
     exe, inc = require()
     key = _key(source, flags, inc)
     out = cache_dir() / f"{kind}_{key}{ext}"
     if out.exists():
         return out
-    src = cache_dir() / f"{kind}_{key}.{'cpp' if mode[:2] == ['-x', 'c++'] else 'cu'}"
-    src.write_text(source)
-    tmp = cache_dir() / f"{kind}_{key}.tmp{os.getpid()}{ext}"
-    _run([exe, *flags, *mode, str(src), "-o", str(tmp)], f"compiling {src}{what}")
-    tmp.replace(out)
+    with entry_lock(cache_dir() / f"{kind}_{key}"):
+        if out.exists():  # built by the process we waited for
+            return out
+        src = cache_dir() / f"{kind}_{key}.{'cpp' if mode[:2] == ['-x', 'c++'] else 'cu'}"
+        src.write_text(source)
+        tmp = cache_dir() / f"{kind}_{key}.tmp{os.getpid()}{ext}"
+        _run([exe, *flags, *mode, str(src), "-o", str(tmp)], f"compiling {src}{what}")
+        tmp.replace(out)
     return out
+
+
+def run_cached(build: Callable[[], Path], args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run the cached program ``build()`` returns with ``args``; a damaged cached binary (one
+    that cannot be executed) is dropped and built again, once."""
+    binary = build()
+    try:
+        return subprocess.run([str(binary), *args], capture_output=True, text=True)
+    except OSError:
+        with entry_lock(binary.with_suffix("")):
+            forget(binary)
+        return subprocess.run([str(build()), *args], capture_output=True, text=True)
 
 
 def _gencode(archs: Sequence[str]) -> list[str]:
