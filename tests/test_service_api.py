@@ -263,7 +263,7 @@ def test_queue_full_and_time_limit(tmp_path: Path) -> None:
             assert c.get("/healthz").status_code == 200  # the server is still up
             # the refused spec left nothing behind: now there is room, it is a new job
             again = c.post("/v1/jobs", content=ROW_SMEM.read_text(), headers=YAML)
-            assert again.status_code == 202 and again.json()["created"] is True
+            assert again.status_code == 202 and again.json()["new"] is True
             assert wait_done(c, again.json()["id"])["state"] == "done"
             metrics = c.get("/metrics").text
             assert 'threadmap_jobs{state="failed"} 1.0' in metrics and 'threadmap_rejected_total{reason="queue_full"}' \
