@@ -4,6 +4,7 @@ that run a request's work now, and its metrics."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from threadmap.service.jobs import run_job
 from threadmap.service.model import Limits, Options, Outcome, SpecJob, Task
-from threadmap.service.store import Store
+from threadmap.service.store import Store, StoreBusy
+
+LOG = logging.getLogger("threadmap.service")
 
 
 @dataclass
@@ -173,13 +176,18 @@ class Service:
                 result = f.result()
             except Exception as e:  # noqa: BLE001 - a lost worker fails the job, never the server
                 result = Outcome(error=f"the worker failed: {type(e).__name__}: {e}")
-            if result.error is not None or result.report is None or result.exit_status is None:
-                self.store.fail(job_id, result.error or "internal error: the job answered no report", result.seconds)
-                state = "failed"
-            else:
-                self.store.finish(job_id, result.report, result.exit_status, result.sarif, result.junit,
-                                  result.seconds)
-                state = "done"
+            failed = result.error is not None or result.report is None or result.exit_status is None
+            state = "failed" if failed else "done"
+            try:
+                if failed or result.report is None or result.exit_status is None:
+                    self.store.fail(job_id, result.error or "internal error: the job answered no report",
+                                    result.seconds)
+                else:
+                    self.store.finish(job_id, result.report, result.exit_status, result.sarif, result.junit,
+                                      result.seconds)
+            except StoreBusy as e:
+                # the row keeps its state: submitting the spec again runs it again
+                LOG.warning("job %s: its result was not stored: %s", job_id, e)
             self.metrics.duration.labels(state).observe(time.monotonic() - started)
             with self.lock:
                 self.inflight.discard(job_id)
