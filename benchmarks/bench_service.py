@@ -243,7 +243,9 @@ def run_server(tmp: Path, args: argparse.Namespace, dask_address: str | None) ->
     port = free_port()
     log = tmp / "server.log"
     cmd = [sys.executable, "-m", "threadmap.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--db", str(tmp / "jobs.db"), "--workers", str(args.workers), "--queue", str(args.queue)]
+           "--db", str(tmp / "jobs.db"), "--workers", str(args.workers), "--queue", str(args.queue),
+           # every client holds a connection: the bound is the server's guard, not the test's subject
+           "--max-connections", str(max(128, 2 * args.clients))]
     if dask_address:
         cmd += ["--dask", dask_address]
     with open(log, "wb") as out:

@@ -143,6 +143,9 @@ def test_options_checks_sizes_exhaustive_prove(server: Server) -> None:
         assert job["state"] == "done", job
         props = {p["property"]: p["status"] for p in job["report"]["runs"][0]["properties"]}
         assert props["coverage"] == "PROVED" and props["bank_conflicts"] == "PROVED"
+        if "dask" not in server.db.parent.name:  # a job on a Dask worker reports no progress, a verify neither
+            # a proof reports its progress as a verify does: in its own unit, all done by the end
+            assert job["progress"] == {"done": len(props), "total": len(props), "unit": "properties"}, job["progress"]
         assert c.get(f"/v1/jobs/{job['id']}/sarif").json()["version"] == "2.1.0"
 
 
@@ -263,7 +266,7 @@ def test_queue_full_and_time_limit(tmp_path: Path) -> None:
             assert c.get("/healthz").status_code == 200  # the server is still up
             # the refused spec left nothing behind: now there is room, it is a new job
             again = c.post("/v1/jobs", content=ROW_SMEM.read_text(), headers=YAML)
-            assert again.status_code == 202 and again.json()["created"] is True
+            assert again.status_code == 202 and again.json()["new"] is True
             assert wait_done(c, again.json()["id"])["state"] == "done"
             metrics = c.get("/metrics").text
             assert 'threadmap_jobs{state="failed"} 1.0' in metrics and 'threadmap_rejected_total{reason="queue_full"}' \

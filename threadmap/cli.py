@@ -802,13 +802,17 @@ def show_cmd(spec_path: str, stage: int | None, block: int, svg_path: str | None
               help="synchronous requests (verify, pictures, calculator) at once; beyond it 503")
 @click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(1024, 1 << 30),
               help="request body limit in bytes")
+@click.option("--request-timeout", default=30.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              help="seconds a request's head and body may take to arrive; a slower client is dropped")
+@click.option("--max-connections", default=128, show_default=True, type=click.IntRange(1, 100_000),
+              help="HTTP connections at once; beyond it 503 (run behind a reverse proxy on a network)")
 @click.option("--token", envvar="THREADMAP_TOKEN", default=None,
               help="bearer token the write endpoints require (or $THREADMAP_TOKEN)")
 @click.option("--dask", "dask_address", default=None, metavar="SCHEDULER_ADDRESS",
               help="run jobs on a Dask distributed cluster (tcp://host:8786) instead of local workers")
 def serve_cmd(host: str, port: int, db: str, workers: int, queue_max: int, job_timeout: float, job_memory: int,
-              sync_timeout: float, sync_workers: int, max_body: int, token: str | None,
-              dask_address: str | None) -> None:
+              sync_timeout: float, sync_workers: int, max_body: int, request_timeout: float,
+              max_connections: int, token: str | None, dask_address: str | None) -> None:
     """Run the verification service: the HTTP API (/docs), the job store and the Layout
     Explorer page (/).
 
@@ -823,19 +827,21 @@ def serve_cmd(host: str, port: int, db: str, workers: int, queue_max: int, job_t
         import uvicorn
 
         from threadmap.service.app import Settings, create_app
-        from threadmap.service.jobs import Limits
+        from threadmap.service.guards import uvicorn_options
+        from threadmap.service.model import Limits
     except ImportError as e:
         raise UsageError(f"the service needs its extra: pip install 'threadmap[service]' ({e})") from None
     limits = Limits(max_body_bytes=max_body, job_seconds=job_timeout, job_memory_mb=job_memory,
                     sync_seconds=sync_timeout)
     settings = Settings(db=db, workers=workers, queue_max=queue_max, token=token or None,
                         dask_address=dask_address, limits=limits, sync_workers=sync_workers,
+                        request_seconds=request_timeout, max_connections=max_connections,
                         loopback=host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."))
     try:
         app = create_app(settings)
     except Exception as e:  # noqa: BLE001 - an unusable store or cluster is a usage problem
         raise UsageError(f"cannot start: {type(e).__name__}: {e}") from None
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(settings))
 
 
 @main.command("spec-header")

@@ -7,7 +7,10 @@ leaves ``queued`` and ``running`` rows; :meth:`Store.requeue_unfinished` puts th
 queue on start, so no job is lost or left running forever.
 
 Every connection is opened per call (``check_same_thread`` issues vanish, and SQLite's own
-locking serialises writers); WAL lets readers run beside the one writer.
+locking serialises writers); WAL lets readers run beside the one writer.  A request waits
+for a write lock at most ``busy_seconds`` (then :class:`StoreBusy`: the service answers 503 with
+``Retry-After``); the job's own bookkeeping (started, progress, finished) waits longer, since
+dropping it would lose a result.
 """
 
 from __future__ import annotations
@@ -52,6 +55,12 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 STATES = ("queued", "running", "done", "failed")
+#: seconds the job's bookkeeping waits for a write lock
+BOOKKEEPING_BUSY_SECONDS = 30.0
+
+
+class StoreBusy(RuntimeError):
+    """The store stayed locked (another writer held it) longer than the caller may wait."""
 
 
 @dataclass
@@ -86,19 +95,27 @@ class Job:
 class Store:
     """Jobs in one SQLite file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_seconds: float = 1.0) -> None:
         self.path = str(path)
-        with self._connect() as db:
+        self.busy_seconds = busy_seconds
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             db.execute("PRAGMA journal_mode=WAL")
             self.migrate(db)
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+    def _connect(self, busy_seconds: float | None = None) -> Iterator[sqlite3.Connection]:
+        wait = self.busy_seconds if busy_seconds is None else busy_seconds
+        db = sqlite3.connect(self.path, timeout=wait, isolation_level=None)
         db.row_factory = sqlite3.Row
         try:
             db.execute("PRAGMA synchronous=NORMAL")
             yield db
+        except sqlite3.OperationalError as e:
+            # SQLITE_BUSY / SQLITE_LOCKED after the wait: the caller may retry, nothing is broken
+            if getattr(e, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or \
+                    "locked" in str(e):
+                raise StoreBusy(f"the job store is locked by another writer (waited {wait:g} s)") from e
+            raise
         finally:
             db.close()
 
@@ -145,13 +162,13 @@ class Store:
 
     def start(self, job_id: str) -> bool:
         """queued -> running; False when the job is no longer queued."""
-        with self._connect() as db:
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             cur = db.execute("UPDATE jobs SET state='running', started=?, attempts=attempts+1 "
                              "WHERE id = ? AND state = 'queued'", (time.time(), job_id))
         return cur.rowcount == 1
 
     def progress(self, job_id: str, progress: dict[str, Any]) -> None:
-        with self._connect() as db:
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             db.execute("UPDATE jobs SET progress=? WHERE id = ? AND state = 'running'",
                        (json.dumps(progress), job_id))
 
@@ -160,20 +177,20 @@ class Store:
         """running (or, from a cluster that does not say when it started, queued) -> done;
         ``seconds`` the job ran dates a start that was not recorded."""
         now = time.time()
-        with self._connect() as db:
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             db.execute("UPDATE jobs SET state='done', finished=?, started=COALESCE(started, ?), report=?, "
                        "exit_status=?, sarif=?, junit=?, error=NULL WHERE id = ?",
                        (now, now - seconds, json.dumps(report), exit_status, sarif, junit, job_id))
 
     def fail(self, job_id: str, error: str, seconds: float = 0.0) -> None:
         now = time.time()
-        with self._connect() as db:
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             db.execute("UPDATE jobs SET state='failed', finished=?, started=COALESCE(started, ?), error=? "
                        "WHERE id = ?", (now, now - seconds, error, job_id))
 
     def requeue_unfinished(self) -> list[str]:
         """Jobs a dead server left queued or running, oldest first, all queued again."""
-        with self._connect() as db:
+        with self._connect(BOOKKEEPING_BUSY_SECONDS) as db:
             db.execute("BEGIN IMMEDIATE")
             ids = [r["id"] for r in db.execute(
                 "SELECT id FROM jobs WHERE state IN ('queued', 'running') ORDER BY created")]
