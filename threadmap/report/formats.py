@@ -143,6 +143,23 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
             console.print(f"  note: {escape(printable(n))}")
 
 
+def compact_line(run: SpecRun) -> str:
+    """One run in one line (rich markup): verdict, spec path and sizes, failing checks, and
+    whether that is what the spec expects."""
+    verdict = run.verdict.upper()
+    sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
+    where_ = escape(printable(run.path)) + (f" [{escape(sizes)}]" if sizes else "")
+    failing = f": {', '.join(run.failing)}" if run.failing else ""
+    tail = " (as expected)" if run.as_expected else f" [bold](expected {run.expected.upper()})[/]"
+    return f"[{STATUS_STYLE[verdict]}]{verdict}[/] {where_}{failing}{tail}"
+
+
+def render_compact(report: VerifyReport, console: Any) -> None:
+    """One line per spec run (for a run over many specs; ``--details`` draws the tables)."""
+    for run in report.runs:
+        console.print(compact_line(run), soft_wrap=True)
+
+
 def summary_line(report: VerifyReport) -> str:
     n = len(report.runs)
     unexp = sum(not r.as_expected for r in report.runs)
@@ -181,10 +198,10 @@ def render_proofs(report: ProveReport, console: Any) -> None:
 
     for run in report.runs:
         ranges = ", ".join(f"{k} in {v}" if ".." in v else f"{k}={v}" for k, v in run.ranges.items())
-        assume = f"; assume {' and '.join(run.assume)}" if run.assume else ""
+        assume = ("; " if ranges else "") + f"assume {' and '.join(run.assume)}" if run.assume else ""
         t = Table(title=escape(printable(run.spec)), title_justify="left", caption_justify="left",
-                  caption=escape(f"{printable(run.path)}  {ranges}{assume}; {run.bits}-bit encoding, "
-                                 f"{run.seconds:.2f} s"), expand=False)
+                  caption=escape(f"{printable(run.path)}  " + "; ".join(x for x in (ranges + assume,
+                                 f"{run.bits}-bit encoding, {run.seconds:.2f} s") if x)), expand=False)
         for col in ("property", "status", "method", "time", "evidence"):
             t.add_column(col, overflow="fold")
         for p in run.properties:
@@ -196,6 +213,22 @@ def render_proofs(report: ProveReport, console: Any) -> None:
             t.add_row(p.property, f"[{PROOF_STYLE[p.status]}]{p.status}[/]", p.method, f"{p.seconds:.2f} s",
                       escape(printable(ev)))
         console.print(t)
+
+
+def proof_compact_line(run: Any) -> str:
+    """One spec's proofs in one line (rich markup): the counts, and the properties that are
+    not proved."""
+    count = {st: [p.property for p in run.properties if p.status == st] for st in PROOF_STYLE}
+    head = "REFUTED" if count["REFUTED"] else "UNKNOWN" if count["UNKNOWN"] else "PROVED"
+    parts = [f"{len(count['PROVED'])} proved"]
+    parts += [f"{st.lower()} {', '.join(names)}" for st, names in count.items() if st != "PROVED" and names]
+    return f"[{PROOF_STYLE[head]}]{head}[/] {escape(printable(run.path))}: {'; '.join(parts)}"
+
+
+def render_proofs_compact(report: ProveReport, console: Any) -> None:
+    """One line per spec (for a run over many specs; ``--details`` draws the tables)."""
+    for run in report.runs:
+        console.print(proof_compact_line(run), soft_wrap=True)
 
 
 def proof_summary_line(report: ProveReport) -> str:
@@ -370,14 +403,20 @@ def proof_text(p: Any) -> str:
 
 
 def worst_text(p: Any) -> str:
-    """``; worst 18 sectors per request: stage 0 src, block (1, 0, 0), warp 0, step 0 at M=55, N=9``."""
+    """``; worst 18 sectors per request: stage 0 src, block (1, 0, 0), warp 0, step 0 at M=55, N=9``.
+
+    The prover reports ``{"sectors": 0}`` and nothing else when no global warp instruction
+    exists (a spec of shared and register stages only): then there is no instruction to name."""
     w = getattr(p, "worst", None)
-    if not w:
+    if not w or not w.get("sectors"):
         return ""
-    at = ", ".join(f"{k}={v}" for k, v in w.get("sizes", {}).items())
-    return (f"; worst {w['sectors']} sectors per request: stage {w['stage']} {w['side']}, block "
-            f"({', '.join(str(b) for b in w['block'])}), warp {w['warp']}, step {w['step']}"
-            + (f" at {at}" if at else ""))
+    text = f"; worst {w['sectors']} sectors per request"
+    if "stage" not in w:
+        return text
+    at = ", ".join(f"{k}={v}" for k, v in (w.get("sizes") or {}).items())
+    block = ", ".join(str(b) for b in w.get("block", ()))
+    return (text + f": stage {w['stage']} {w.get('side', '')}, block ({block}), warp {w.get('warp')}, "
+            f"step {w.get('step')}" + (f" at {at}" if at else ""))
 
 
 def _uri(path: str) -> str:
