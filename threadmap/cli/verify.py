@@ -27,9 +27,12 @@ FORMATS = ("table", "json", "junit", "sarif")
 ENGINE_FORMATS = {"enum": FORMATS, "z3": FORMATS, "auto": ("table", "json"), "both": ("table", "json")}
 
 
-def compact_default(paths: tuple[str, ...], files: list[Path], details: bool) -> bool:
-    """A run over a directory or several specs prints one line per spec unless ``--details``."""
-    return not details and (len(files) > 1 or any(Path(p).is_dir() for p in paths))
+def compact_default(paths: tuple[str, ...], files: list[Path], details: bool | None) -> bool:
+    """One line per spec (``--compact``, the default for a directory or several specs) or a
+    table per spec (``--details``, the default for one spec)."""
+    if details is not None:
+        return not details
+    return len(files) > 1 or any(Path(p).is_dir() for p in paths)
 
 
 def draw_verify(report: VerifyReport, con: Any, verbose: bool, compact: bool) -> None:
@@ -145,8 +148,9 @@ def run_engine(files: list[Path], missing: list[Any], engine: str, *, sizes: dic
                    "others; both: enumerate and prove every spec, and fail on any disagreement")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
               callback=finite, help="seconds per spec for the prover (--engine z3, auto, both)")
-@click.option("--details", is_flag=True,
-              help="a table per spec also for a directory or several specs (default there: one line per spec)")
+@click.option("--details/--compact", default=None,
+              help="a table per spec, or one line per spec (default: a table for one spec, lines for a "
+                   "directory or several specs)")
 @click.option("-v", "--verbose", is_flag=True,
               help="also list the passing vectorize and predicates rows (hidden by default)")
 @click.option("--check-expected", is_flag=True,
@@ -154,7 +158,7 @@ def run_engine(files: list[Path], missing: list[Any], engine: str, *, sizes: dic
                    "that include kernels expected to fail); JUnit and SARIF then treat expected "
                    "failures as passing")
 def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes: str | None, checks: str | None,
-               exhaustive: bool, engine: str, timeout: float, details: bool, verbose: bool,
+               exhaustive: bool, engine: str, timeout: float, details: bool | None, verbose: bool,
                check_expected: bool) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
     conflicts, vectorization and dataflow.
@@ -204,9 +208,11 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
 @click.option("-o", "--output", "output_path", default=None, help="write the report to this file instead of stdout")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
               callback=finite, help="seconds per spec; the solver is stopped and its properties are UNKNOWN")
-@click.option("--details", is_flag=True,
-              help="a table per spec also for a directory or several specs (default there: one line per spec)")
-def prove_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, timeout: float, details: bool) -> None:
+@click.option("--details/--compact", default=None,
+              help="a table per spec, or one line per spec (default: a table for one spec, lines for a "
+                   "directory or several specs)")
+def prove_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, timeout: float,
+              details: bool | None) -> None:
     """Prove coverage, predicates, dataflow, bank conflicts, aliasing and the grid limits
     for every size in the spec's ranges (and under its assume: relations).
 

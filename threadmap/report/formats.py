@@ -148,7 +148,7 @@ def compact_line(run: SpecRun) -> str:
     whether that is what the spec expects."""
     verdict = run.verdict.upper()
     sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
-    where_ = escape(printable(run.path)) + (f" [{escape(sizes)}]" if sizes else "")
+    where_ = escape(printable(run.path) + (f" [{sizes}]" if sizes else ""))
     failing = f": {', '.join(run.failing)}" if run.failing else ""
     tail = " (as expected)" if run.as_expected else f" [bold](expected {run.expected.upper()})[/]"
     return f"[{STATUS_STYLE[verdict]}]{verdict}[/] {where_}{failing}{tail}"
