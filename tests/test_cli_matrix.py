@@ -113,7 +113,7 @@ def test_every_command_and_format(spec: Path, tmp_path: Path, monkeypatch: pytes
         cases.append((["verify", s, "--engine", "z3", "--timeout", timeout, "--format", fmt], fmt, want["z3"]))
         cases.append((["prove", s, "--timeout", timeout, "--format", fmt], fmt, want["z3"]))
     for engine in ("auto", "both"):
-        for fmt in ("table", "json"):
+        for fmt in FORMATS:
             cases.append((["verify", s, "--engine", engine, "--timeout", timeout, "--format", fmt], fmt,
                           want[engine]))
     # the other table layout: one line per spec

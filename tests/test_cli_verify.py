@@ -213,3 +213,17 @@ def test_api_verify_runs_either_engine() -> None:
         api.verify(spec, engine="guess")
     with pytest.raises(ThreadmapError, match="no sizes"):
         api.verify(spec, engine="z3", sizes={"M": 64})
+
+
+def test_both_engines_report_as_junit_and_sarif() -> None:
+    spec = str(ROOT / "specs" / "mma" / "sm80_ldmatrix_a_32x64.yaml")  # bank conflicts, found by both engines
+    r = CliRunner().invoke(main, ["verify", spec, "--engine", "both", "--format", "sarif"])
+    rules = [(x["ruleId"], x["level"]) for x in json.loads(r.stdout)["runs"][0]["results"]]
+    assert r.exit_code == 1 and rules == [("bank_conflicts", "error"), ("prove.bank_conflicts", "error")]
+    r = CliRunner().invoke(main, ["verify", spec, "--engine", "both", "--format", "junit", "--check-expected"])
+    suites = ET.fromstring(r.stdout)
+    names = [s.get("name", "") for s in suites]
+    assert r.exit_code == 1 and len(names) == 2 and names[1] == "prove: " + names[0]
+    # the enumeration's expected failure passes with --check-expected; the refuted property does not
+    failed = {c.get("name") for c in suites.iter("testcase") if c.find("failure") is not None}
+    assert failed == {"bank_conflicts"} and suites[0].get("failures") == "0"

@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 from rich.markup import escape
 
-from threadmap.report.model import CheckResult, ProveReport, SpecRun, VerifyReport
+from threadmap.report.model import CheckResult, EngineReport, ProveReport, SpecRun, VerifyReport
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
 
@@ -30,6 +30,7 @@ RULES = {
     "dataflow": "The stages implement the declared transform without races, stale reads or writes after reads.",
     "spec": "The spec file is valid.",
     "verdict": "The verdict is the one the spec expects.",
+    "disagreement": "A property proved for every size in range holds at every sample the enumeration checks.",
 }
 
 _XML_BAD = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -264,6 +265,11 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
     """JUnit XML: a testsuite per spec run, a testcase per check result (plus, with
     ``check_expected``, a ``verdict`` testcase; expected failures then pass)."""
     suites = ET.Element("testsuites", name="threadmap")
+    _verify_suites(suites, report, check_expected)
+    return _junit_end(suites, report.errors)
+
+
+def _verify_suites(suites: ET.Element, report: VerifyReport, check_expected: bool) -> None:
     for run in report.runs:
         cases: list[tuple[str, str | None, str]] = []  # (name, failure message or None, body)
         msg: str | None
@@ -292,7 +298,6 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
             elif body:
                 so = ET.SubElement(case, "system-out")
                 so.text = xml_text(body)
-    return _junit_end(suites, report.errors)
 
 
 def _junit_end(suites: ET.Element, errors: Sequence[Any]) -> str:
@@ -309,6 +314,11 @@ def prove_to_junit(report: ProveReport) -> str:
     """JUnit XML of proofs: a testsuite per spec, a testcase per property; REFUTED and
     UNKNOWN (never a pass) are failures."""
     suites = ET.Element("testsuites", name="threadmap prove")
+    _prove_suites(suites, report)
+    return _junit_end(suites, report.errors)
+
+
+def _prove_suites(suites: ET.Element, report: ProveReport) -> None:
     for run in report.runs:
         fails = sum(p.status != "PROVED" for p in run.properties)
         suite = ET.SubElement(suites, "testsuite", name=xml_text(run.spec), tests=str(len(run.properties)),
@@ -321,7 +331,25 @@ def prove_to_junit(report: ProveReport) -> str:
             else:
                 fe = ET.SubElement(case, "failure", message=xml_text(proof_text(p)), type=p.status)
                 fe.text = xml_text("\n".join([proof_text(p), *(f.message for f in p.findings)]))
-    return _junit_end(suites, report.errors)
+
+
+def engine_to_junit(report: EngineReport, check_expected: bool = False) -> str:
+    """JUnit XML of ``verify --engine auto|both``: the enumeration's suites, the proofs'
+    suites (``prove: SPEC``) and a ``disagreements`` suite with a failing case per
+    disagreement."""
+    suites = ET.Element("testsuites", name=f"threadmap verify --engine {report.engine}")
+    _verify_suites(suites, report.verify, check_expected)
+    first_proof = len(suites)
+    _prove_suites(suites, report.prove)
+    for suite in list(suites)[first_proof:]:
+        suite.set("name", "prove: " + suite.get("name", ""))
+    if report.disagreements:
+        dis = ET.SubElement(suites, "testsuite", name="disagreements", tests=str(len(report.disagreements)),
+                            failures=str(len(report.disagreements)), skipped="0")
+        for i, text in enumerate(report.disagreements):
+            case = ET.SubElement(dis, "testcase", classname="disagreements", name=f"disagreement {i + 1}")
+            ET.SubElement(case, "failure", message=xml_text(text), type="disagreement").text = xml_text(text)
+    return _junit_end(suites, report.verify.errors + report.prove.errors)
 
 
 _LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): ")
@@ -336,6 +364,10 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
     """SARIF 2.1.0: one result per failing check (located at its stage's line), per invalid
     spec, and, with ``check_expected``, per run whose verdict differs from the expected one
     (expected failures are then ``note``s)."""
+    return _sarif_end(report.threadmap, _verify_results(report, check_expected), report.errors)
+
+
+def _verify_results(report: VerifyReport, check_expected: bool) -> list[dict[str, Any]]:
     results = []
     for run in report.runs:
         for r in run.results:
@@ -359,7 +391,7 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
                                                                         f"{', '.join(run.expected_failing)}"
                                                                         if run.expected_failing else "")),
                                          run.path, 1, {}))
-    return _sarif_end(report.threadmap, results, report.errors)
+    return results
 
 
 def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any]) -> str:
@@ -386,11 +418,24 @@ def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any
 def prove_to_sarif(report: ProveReport) -> str:
     """SARIF 2.1.0 of proofs: an ``error`` per REFUTED property (with its sizes and first
     finding), a ``warning`` per UNKNOWN one (with the reason), rule ``prove.<property>``."""
-    results = [_sarif_result(f"prove.{p.property}", "error" if p.status == "REFUTED" else "warning",
-                             _sentence(f"{run.spec}: {proof_text(p)}"), run.path, 1,
-                             {"status": p.status, "sizes": p.sizes, "precondition": p.precondition})
-               for run in report.runs for p in run.properties if p.status != "PROVED"]
-    return _sarif_end(report.threadmap, results, report.errors)
+    return _sarif_end(report.threadmap, _prove_results(report), report.errors)
+
+
+def _prove_results(report: ProveReport) -> list[dict[str, Any]]:
+    return [_sarif_result(f"prove.{p.property}", "error" if p.status == "REFUTED" else "warning",
+                          _sentence(f"{run.spec}: {proof_text(p)}"), run.path, 1,
+                          {"status": p.status, "sizes": p.sizes, "precondition": p.precondition})
+            for run in report.runs for p in run.properties if p.status != "PROVED"]
+
+
+def engine_to_sarif(report: EngineReport, check_expected: bool = False) -> str:
+    """SARIF 2.1.0 of ``verify --engine auto|both``: the enumeration's results, the proofs'
+    (rules ``prove.<property>``) and an ``error`` per disagreement (rule ``disagreement``)."""
+    results = _verify_results(report.verify, check_expected) + _prove_results(report.prove)
+    for text in report.disagreements:
+        path = text.split(": ", 1)[0]
+        results.append(_sarif_result("disagreement", "error", _sentence(text), path, 1, {}))
+    return _sarif_end(report.verify.threadmap, results, report.verify.errors + report.prove.errors)
 
 
 def proof_text(p: Any) -> str:
