@@ -1,6 +1,6 @@
 """threadmap: a thread-map simulator and verifier for CUTLASS and CuTe kernels."""
 
-__version__ = "0.1.0"
+from threadmap.version import __version__
 
 __all__ = ["Spec", "__version__", "local_tile", "registers", "side", "tile"]
 

@@ -7,6 +7,7 @@ service::
     report = tm.verify("specs/cute_transpose/row_smem.yaml")          # a VerifyReport
     report.runs[0].verdict, report.runs[0].failing                      # 'fail', ['bank_conflicts']
     report = tm.verify("k.yaml", sizes={"M": 1000}, checks=["predicates"])
+    both = tm.verify("specs/ranges/", engine="both")                    # an EngineReport: enumerate and prove
     tables = tm.simulate("k.yaml", blocks=[0])                          # AccessTables per stage
     text = tm.show("k.yaml", stage=0).text                              # print_layout-style grids
 
@@ -22,23 +23,23 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
-from threadmap import __version__
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
+from threadmap.report.model import Engine, EngineReport, ProveReport, ProveRun, SpecRun, VerifyReport
 from threadmap.report.model import SpecError as SpecErrorModel
-from threadmap.report.model import SpecRun, VerifyReport
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
-from threadmap.spec.load import LoadedSpec, iter_spec_files, load_spec, loads_spec, with_sizes
-from threadmap.spec.schema import CHECK_ALIASES
+from threadmap.spec.load import LoadedSpec, load_spec, loads_spec, spec_files, with_sizes
+from threadmap.spec.schema import CHECK_ALIASES, SizeRange
 from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, verify_model
+from threadmap.version import __version__
 
-__all__ = ["CHECK_NAMES", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names", "load", "models",
-           "show", "simulate", "spec_files", "verify", "verify_spec"]
+__all__ = ["CHECK_NAMES", "ENGINES", "EngineReport", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names",
+           "has_range", "load", "models", "show", "simulate", "spec_files", "verify", "verify_spec"]
 
 SpecLike = str | Path | LoadedSpec | Mapping[str, Any]
 Progress = Callable[[str, int, int], None]
@@ -99,53 +100,147 @@ def verify_spec(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, check
     return runs
 
 
-def spec_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Spec files named by ``paths`` (files, or directories searched recursively)."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise SpecError(f"{p}:1:1: (file): no such file or directory")
-        files.extend(iter_spec_files(p) if p.is_dir() else [p])
-    return files
+def _items(targets: SpecLike | Sequence[SpecLike]) -> list[SpecLike]:
+    return [targets] if isinstance(targets, (str, Path, LoadedSpec, Mapping)) else list(targets)
 
 
-def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
-           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
-           progress: Progress | None = None) -> VerifyReport:
-    """Verify specs (paths, directories or loaded specs).  An invalid spec is reported in
-    ``errors`` (status ``invalid``) and the others still run; an unexpected failure inside
-    threadmap is reported with status ``internal``."""
-    items: list[SpecLike] = [targets] if isinstance(targets, (str, Path, LoadedSpec, Mapping)) \
-        else list(targets)
-    check_set = check_names(checks)
-    report = VerifyReport(threadmap=__version__, runs=[])
+def _name(it: SpecLike) -> str:
+    return str(it.path if isinstance(it, LoadedSpec) else "<dict>" if isinstance(it, Mapping) else it)
+
+
+def _expand(items: Sequence[SpecLike], errors: list[SpecErrorModel]) -> list[SpecLike]:
+    """Paths to their spec files (directories searched); a missing path is one invalid target
+    in ``errors`` and the others still run."""
     flat: list[SpecLike] = []
     for it in items:
         if isinstance(it, (str, Path)):
             try:
                 flat.extend(spec_files([it]))
-            except SpecError as e:  # a missing path is one invalid target; the others still run
-                report.errors.append(SpecErrorModel(path=str(it), message=str(e)))
+            except SpecError as e:
+                errors.append(SpecErrorModel(path=str(it), message=str(e)))
         else:
             flat.append(it)
-    for it in flat:
-        name = str(it.path if isinstance(it, LoadedSpec) else "<dict>" if isinstance(it, Mapping) else it)
+    return flat
+
+
+def error_entry(name: str, e: BaseException) -> SpecErrorModel:
+    """One spec's failure as a report entry: located input errors are ``invalid``, anything
+    unexpected inside threadmap ``internal``."""
+    if isinstance(e, SpecError):
+        return SpecErrorModel(path=name, message=str(e))
+    if isinstance(e, (WorkTooLarge, ThreadmapError)):
+        return SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}")
+    if isinstance(e, (MemoryError, RecursionError)):
+        return SpecErrorModel(path=name, message=f"{name}:1:1: (spec): too large to verify ({type(e).__name__})")
+    return SpecErrorModel(path=name, status="internal", message=f"{name}: internal error: {type(e).__name__}: {e}")
+
+
+def _enumerate(items: Sequence[SpecLike], errors: list[SpecErrorModel], sizes: Mapping[str, int] | None,
+               checks: frozenset[str] | None, exhaustive: bool, max_rows: int | None, progress: Progress | None,
+               on_spec: Callable[[str], None] | None) -> VerifyReport:
+    report = VerifyReport(threadmap=__version__, runs=[], errors=errors)
+    for it in items:
+        name = _name(it)
+        if on_spec is not None:
+            on_spec(name)
         try:
-            report.runs.extend(verify_spec(it, sizes=sizes, checks=check_set, exhaustive=exhaustive,
+            report.runs.extend(verify_spec(it, sizes=sizes, checks=checks, exhaustive=exhaustive,
                                            max_rows=max_rows, progress=progress))
-        except SpecError as e:
-            report.errors.append(SpecErrorModel(path=name, message=str(e)))
-        except WorkTooLarge as e:
-            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}"))
-        except ThreadmapError as e:
-            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}"))
-        except (MemoryError, RecursionError) as e:
-            report.errors.append(SpecErrorModel(path=name, message=f"{name}:1:1: (spec): too large to verify "
-                                                                   f"({type(e).__name__})"))
-        except Exception as e:  # noqa: BLE001 - one spec's internal error must not stop the others
-            report.errors.append(SpecErrorModel(path=name, status="internal",
-                                                message=f"{name}: internal error: {type(e).__name__}: {e}"))
+        except Exception as e:  # noqa: BLE001 - one spec's failure must not stop the others
+            report.errors.append(error_entry(name, e))
     return report
+
+
+def has_range(loaded: LoadedSpec) -> bool:
+    """Whether a spec gives a size as a range (``engine="auto"`` proves those)."""
+    return any(isinstance(v, SizeRange) for v in loaded.spec.sizes.values())
+
+
+#: the engines of :func:`verify`; ``enum`` is the command line's short name of ``enumerate``
+ENGINES: tuple[Engine, ...] = ("enumerate", "z3", "auto", "both")
+ENGINE_ALIASES = {"enum": "enumerate"}
+EngineName = Engine | Literal["enum"]
+
+
+@overload
+def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
+           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
+           progress: Progress | None = None, engine: Literal["enumerate", "enum"] = "enumerate",
+           timeout: float | None = None, on_spec: Callable[[str], None] | None = None) -> VerifyReport: ...
+
+
+@overload
+def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
+           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
+           progress: Progress | None = None, engine: Literal["z3", "auto", "both"],
+           timeout: float | None = None, on_spec: Callable[[str], None] | None = None) -> EngineReport: ...
+
+
+@overload
+def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
+           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
+           progress: Progress | None = None, engine: str, timeout: float | None = None,
+           on_spec: Callable[[str], None] | None = None) -> VerifyReport | EngineReport: ...
+
+
+def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] | None = None,
+           checks: Iterable[str] | None = None, exhaustive: bool = False, max_rows: int | None = None,
+           progress: Progress | None = None, engine: str = "enumerate", timeout: float | None = None,
+           on_spec: Callable[[str], None] | None = None) -> VerifyReport | EngineReport:
+    """Verify specs (paths, directories or loaded specs) with one of the engines:
+
+    * ``enumerate`` (default): run the checks at the spec's sizes (the samples of its ranges);
+      returns a :class:`VerifyReport`.
+    * ``z3``: prove each property for every size in the spec's ranges (``threadmap prove``);
+    * ``auto``: prove the specs that give a size range, enumerate the others;
+    * ``both``: enumerate and prove every spec; a property proved for every size that a sample
+      fails is a disagreement.
+
+    The last three return an :class:`EngineReport` (its ``verify`` and ``prove`` reports, the
+    disagreements, ``exit_status()``); they prove the spec's own ranges, so ``sizes`` is
+    refused; ``timeout`` bounds each spec's proof (seconds, default 120; its properties are then
+    UNKNOWN).
+
+    An invalid spec is reported in ``errors`` (status ``invalid``) and the others still run;
+    an unexpected failure inside threadmap is reported with status ``internal``.
+    ``on_spec(name)`` is called as each spec starts, ``progress(name, done, total)`` as the
+    enumeration goes through its blocks."""
+    eng = ENGINE_ALIASES.get(engine, engine)
+    if eng not in ENGINES:
+        raise ThreadmapError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    check_set = check_names(checks)
+    errors: list[SpecErrorModel] = []
+    flat = _expand(_items(targets), errors)
+    if eng == "enumerate":
+        return _enumerate(flat, errors, sizes, check_set, exhaustive, max_rows, progress, on_spec)
+    if sizes is not None:
+        raise ThreadmapError(f"engine {eng} proves the spec's own ranges: give no sizes")
+    # the prover (and z3) load only for these engines: ``import threadmap.api`` stays light
+    from threadmap.prove.run import DEFAULT_TIMEOUT, disagreements, prove_isolated
+
+    loaded: list[LoadedSpec] = []
+    for it in flat:  # each spec is read once, for both engines
+        try:
+            loaded.append(load(it))
+        except Exception as e:  # noqa: BLE001 - one spec's failure must not stop the others
+            errors.append(error_entry(_name(it), e))
+    proved = [x for x in loaded if eng != "auto" or has_range(x)]
+    enumerated = [] if eng == "z3" else [x for x in loaded if eng == "both" or not has_range(x)]
+    # the load errors are reported once: by the prover for z3, else by the enumeration
+    ver = _enumerate(enumerated, errors if eng != "z3" else [], None, check_set, exhaustive, max_rows,
+                     progress, on_spec)
+    proofs = ProveReport(threadmap=__version__, runs=[], errors=errors if eng == "z3" else [])
+    for x in proved:
+        if on_spec is not None:
+            on_spec(str(x.path))
+        kind, payload = prove_isolated(x, DEFAULT_TIMEOUT if timeout is None else timeout)
+        if isinstance(payload, ProveRun):
+            proofs.runs.append(payload)
+        else:
+            proofs.errors.append(SpecErrorModel(path=str(x.path), message=payload.splitlines()[0],
+                                                status="invalid" if kind == "invalid" else "internal"))
+    return EngineReport(engine=eng, verify=ver, prove=proofs,
+                        disagreements=disagreements(ver.runs, proofs.runs) if eng == "both" else [])
 
 
 def simulate(spec: SpecLike, *, sizes: Mapping[str, int] | None = None,
@@ -169,6 +264,25 @@ class ShowResult:
     text: str
     svg: str | None
     tables: list[AccessTable]
+    #: sides whose CUTLASS thread map leaves part of its own tile untouched (also in ``text``)
+    warnings: tuple[str, ...] = ()
+
+
+def thread_map_warnings(model: KernelModel, stage: int | None = None) -> list[str]:
+    """A line per side whose CUTLASS thread map never reaches some cells of its ``Shape``
+    (the map compiles and runs, and silently leaves those elements alone)."""
+    from threadmap.render.untouched import untouched
+
+    out = []
+    for sd in model.sides():
+        maker = sd.partition.maker
+        if (stage is not None and sd.stage != stage) or not maker or maker[0] != "thread_map":
+            continue
+        left = untouched(maker[1])
+        if left is not None:
+            tm = maker[1]
+            out.append(f"stage {sd.stage} {sd.which} ({sd.name}): {getattr(tm, 'cxx_type', tm)}: {left.text()}")
+    return out
 
 
 def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int | None = None, block: int = 0,
@@ -191,7 +305,8 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
     head = f"{model.loaded.spec.name}: " + (f"sizes {env}, " if env else "") + f"grid {model.grid}, block {block}"
     if len(envs) > 1:
         head += f" (the first of {len(envs)} size environments; choose one with --sizes)"
-    parts: list[str] = [head]
+    warnings = thread_map_warnings(model, stage)
+    parts: list[str] = [head, *(f"warning: {w}" for w in warnings)]
     tables: list[AccessTable] = []
     for cp in model.copies():
         if stage is not None and cp.index != stage:
@@ -205,7 +320,7 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
                 raise ThreadmapError(f"--step {step} is outside stage {t.stage} {t.side}'s {t.steps} "
                                      "instructions per thread")
             parts.append(access_map(t, block, step=step, warp=warp))
-    return ShowResult("\n".join(parts), page_svg(tables, block) if svg else None, tables)
+    return ShowResult("\n".join(parts), page_svg(tables, block) if svg else None, tables, tuple(warnings))
 
 
 def describe_error(e: BaseException) -> str:

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
-from threadmap import __version__
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
 from threadmap.prove.access import access_properties
@@ -54,10 +53,11 @@ from threadmap.prove.encode import (
 from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun
 from threadmap.report.model import SpecError as SpecErrorModel
 from threadmap.spec.expr import BLOCK_NAMES
-from threadmap.spec.load import LoadedSpec, load_spec
+from threadmap.spec.load import LoadedSpec, load_spec, spec_files
 from threadmap.spec.schema import SizeRange
 from threadmap.spec.semantics import MAX_GRID
 from threadmap.verify.run import RunOptions, verify_model
+from threadmap.version import __version__
 
 #: properties decided per size class, and the checks each one reads
 CLASS_PROPERTIES: dict[str, tuple[str, ...]] = {
@@ -480,8 +480,6 @@ def prove_isolated(loaded: LoadedSpec, timeout_s: float) -> tuple[str, ProveRun 
 def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) -> ProveReport:
     """Prove every spec under ``paths`` (files or directories), each in a child process
     stopped after ``timeout_s`` seconds."""
-    from threadmap.api import spec_files
-
     report = ProveReport(threadmap=__version__, runs=[])
     files: list[Path] = []
     for p in paths:  # a missing path is one invalid target: the others are still proved

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from threadmap import hardware as hw
+import threadmap.hardware as hw
 from threadmap.errors import ThreadmapError
 from threadmap.simulate.access import AccessTable, Rows
 

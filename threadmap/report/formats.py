@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 from rich.markup import escape
 
-from threadmap.report.model import CheckResult, ProveReport, SpecRun, VerifyReport
+from threadmap.report.model import CheckResult, EngineReport, ProveReport, SpecRun, VerifyReport
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
 
@@ -30,6 +30,7 @@ RULES = {
     "dataflow": "The stages implement the declared transform without races, stale reads or writes after reads.",
     "spec": "The spec file is valid.",
     "verdict": "The verdict is the one the spec expects.",
+    "disagreement": "A property proved for every size in range holds at every sample the enumeration checks.",
 }
 
 _XML_BAD = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -143,6 +144,23 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
             console.print(f"  note: {escape(printable(n))}")
 
 
+def compact_line(run: SpecRun) -> str:
+    """One run in one line (rich markup): verdict, spec path and sizes, failing checks, and
+    whether that is what the spec expects."""
+    verdict = run.verdict.upper()
+    sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
+    where_ = escape(printable(run.path) + (f" [{sizes}]" if sizes else ""))
+    failing = f": {', '.join(run.failing)}" if run.failing else ""
+    tail = " (as expected)" if run.as_expected else f" [bold](expected {run.expected.upper()})[/]"
+    return f"[{STATUS_STYLE[verdict]}]{verdict}[/] {where_}{failing}{tail}"
+
+
+def render_compact(report: VerifyReport, console: Any) -> None:
+    """One line per spec run (for a run over many specs; ``--details`` draws the tables)."""
+    for run in report.runs:
+        console.print(compact_line(run), soft_wrap=True)
+
+
 def summary_line(report: VerifyReport) -> str:
     n = len(report.runs)
     unexp = sum(not r.as_expected for r in report.runs)
@@ -181,10 +199,10 @@ def render_proofs(report: ProveReport, console: Any) -> None:
 
     for run in report.runs:
         ranges = ", ".join(f"{k} in {v}" if ".." in v else f"{k}={v}" for k, v in run.ranges.items())
-        assume = f"; assume {' and '.join(run.assume)}" if run.assume else ""
+        assume = ("; " if ranges else "") + f"assume {' and '.join(run.assume)}" if run.assume else ""
         t = Table(title=escape(printable(run.spec)), title_justify="left", caption_justify="left",
-                  caption=escape(f"{printable(run.path)}  {ranges}{assume}; {run.bits}-bit encoding, "
-                                 f"{run.seconds:.2f} s"), expand=False)
+                  caption=escape(f"{printable(run.path)}  " + "; ".join(x for x in (ranges + assume,
+                                 f"{run.bits}-bit encoding, {run.seconds:.2f} s") if x)), expand=False)
         for col in ("property", "status", "method", "time", "evidence"):
             t.add_column(col, overflow="fold")
         for p in run.properties:
@@ -196,6 +214,22 @@ def render_proofs(report: ProveReport, console: Any) -> None:
             t.add_row(p.property, f"[{PROOF_STYLE[p.status]}]{p.status}[/]", p.method, f"{p.seconds:.2f} s",
                       escape(printable(ev)))
         console.print(t)
+
+
+def proof_compact_line(run: Any) -> str:
+    """One spec's proofs in one line (rich markup): the counts, and the properties that are
+    not proved."""
+    count = {st: [p.property for p in run.properties if p.status == st] for st in PROOF_STYLE}
+    head = "REFUTED" if count["REFUTED"] else "UNKNOWN" if count["UNKNOWN"] else "PROVED"
+    parts = [f"{len(count['PROVED'])} proved"]
+    parts += [f"{st.lower()} {', '.join(names)}" for st, names in count.items() if st != "PROVED" and names]
+    return f"[{PROOF_STYLE[head]}]{head}[/] {escape(printable(run.path))}: {'; '.join(parts)}"
+
+
+def render_proofs_compact(report: ProveReport, console: Any) -> None:
+    """One line per spec (for a run over many specs; ``--details`` draws the tables)."""
+    for run in report.runs:
+        console.print(proof_compact_line(run), soft_wrap=True)
 
 
 def proof_summary_line(report: ProveReport) -> str:
@@ -231,6 +265,11 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
     """JUnit XML: a testsuite per spec run, a testcase per check result (plus, with
     ``check_expected``, a ``verdict`` testcase; expected failures then pass)."""
     suites = ET.Element("testsuites", name="threadmap")
+    _verify_suites(suites, report, check_expected)
+    return _junit_end(suites, report.errors)
+
+
+def _verify_suites(suites: ET.Element, report: VerifyReport, check_expected: bool) -> None:
     for run in report.runs:
         cases: list[tuple[str, str | None, str]] = []  # (name, failure message or None, body)
         msg: str | None
@@ -259,7 +298,6 @@ def to_junit(report: VerifyReport, check_expected: bool = False) -> str:
             elif body:
                 so = ET.SubElement(case, "system-out")
                 so.text = xml_text(body)
-    return _junit_end(suites, report.errors)
 
 
 def _junit_end(suites: ET.Element, errors: Sequence[Any]) -> str:
@@ -276,6 +314,11 @@ def prove_to_junit(report: ProveReport) -> str:
     """JUnit XML of proofs: a testsuite per spec, a testcase per property; REFUTED and
     UNKNOWN (never a pass) are failures."""
     suites = ET.Element("testsuites", name="threadmap prove")
+    _prove_suites(suites, report)
+    return _junit_end(suites, report.errors)
+
+
+def _prove_suites(suites: ET.Element, report: ProveReport) -> None:
     for run in report.runs:
         fails = sum(p.status != "PROVED" for p in run.properties)
         suite = ET.SubElement(suites, "testsuite", name=xml_text(run.spec), tests=str(len(run.properties)),
@@ -288,7 +331,25 @@ def prove_to_junit(report: ProveReport) -> str:
             else:
                 fe = ET.SubElement(case, "failure", message=xml_text(proof_text(p)), type=p.status)
                 fe.text = xml_text("\n".join([proof_text(p), *(f.message for f in p.findings)]))
-    return _junit_end(suites, report.errors)
+
+
+def engine_to_junit(report: EngineReport, check_expected: bool = False) -> str:
+    """JUnit XML of ``verify --engine auto|both``: the enumeration's suites, the proofs'
+    suites (``prove: SPEC``) and a ``disagreements`` suite with a failing case per
+    disagreement."""
+    suites = ET.Element("testsuites", name=f"threadmap verify --engine {report.engine}")
+    _verify_suites(suites, report.verify, check_expected)
+    first_proof = len(suites)
+    _prove_suites(suites, report.prove)
+    for suite in list(suites)[first_proof:]:
+        suite.set("name", "prove: " + suite.get("name", ""))
+    if report.disagreements:
+        dis = ET.SubElement(suites, "testsuite", name="disagreements", tests=str(len(report.disagreements)),
+                            failures=str(len(report.disagreements)), skipped="0")
+        for i, text in enumerate(report.disagreements):
+            case = ET.SubElement(dis, "testcase", classname="disagreements", name=f"disagreement {i + 1}")
+            ET.SubElement(case, "failure", message=xml_text(text), type="disagreement").text = xml_text(text)
+    return _junit_end(suites, report.verify.errors + report.prove.errors)
 
 
 _LOC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): ")
@@ -303,6 +364,10 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
     """SARIF 2.1.0: one result per failing check (located at its stage's line), per invalid
     spec, and, with ``check_expected``, per run whose verdict differs from the expected one
     (expected failures are then ``note``s)."""
+    return _sarif_end(report.threadmap, _verify_results(report, check_expected), report.errors)
+
+
+def _verify_results(report: VerifyReport, check_expected: bool) -> list[dict[str, Any]]:
     results = []
     for run in report.runs:
         for r in run.results:
@@ -326,7 +391,7 @@ def to_sarif(report: VerifyReport, check_expected: bool = False) -> str:
                                                                         f"{', '.join(run.expected_failing)}"
                                                                         if run.expected_failing else "")),
                                          run.path, 1, {}))
-    return _sarif_end(report.threadmap, results, report.errors)
+    return results
 
 
 def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any]) -> str:
@@ -353,11 +418,24 @@ def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any
 def prove_to_sarif(report: ProveReport) -> str:
     """SARIF 2.1.0 of proofs: an ``error`` per REFUTED property (with its sizes and first
     finding), a ``warning`` per UNKNOWN one (with the reason), rule ``prove.<property>``."""
-    results = [_sarif_result(f"prove.{p.property}", "error" if p.status == "REFUTED" else "warning",
-                             _sentence(f"{run.spec}: {proof_text(p)}"), run.path, 1,
-                             {"status": p.status, "sizes": p.sizes, "precondition": p.precondition})
-               for run in report.runs for p in run.properties if p.status != "PROVED"]
-    return _sarif_end(report.threadmap, results, report.errors)
+    return _sarif_end(report.threadmap, _prove_results(report), report.errors)
+
+
+def _prove_results(report: ProveReport) -> list[dict[str, Any]]:
+    return [_sarif_result(f"prove.{p.property}", "error" if p.status == "REFUTED" else "warning",
+                          _sentence(f"{run.spec}: {proof_text(p)}"), run.path, 1,
+                          {"status": p.status, "sizes": p.sizes, "precondition": p.precondition})
+            for run in report.runs for p in run.properties if p.status != "PROVED"]
+
+
+def engine_to_sarif(report: EngineReport, check_expected: bool = False) -> str:
+    """SARIF 2.1.0 of ``verify --engine auto|both``: the enumeration's results, the proofs'
+    (rules ``prove.<property>``) and an ``error`` per disagreement (rule ``disagreement``)."""
+    results = _verify_results(report.verify, check_expected) + _prove_results(report.prove)
+    for text in report.disagreements:
+        path = text.split(": ", 1)[0]
+        results.append(_sarif_result("disagreement", "error", _sentence(text), path, 1, {}))
+    return _sarif_end(report.verify.threadmap, results, report.verify.errors + report.prove.errors)
 
 
 def proof_text(p: Any) -> str:
@@ -370,14 +448,20 @@ def proof_text(p: Any) -> str:
 
 
 def worst_text(p: Any) -> str:
-    """``; worst 18 sectors per request: stage 0 src, block (1, 0, 0), warp 0, step 0 at M=55, N=9``."""
+    """``; worst 18 sectors per request: stage 0 src, block (1, 0, 0), warp 0, step 0 at M=55, N=9``.
+
+    The prover reports ``{"sectors": 0}`` and nothing else when no global warp instruction
+    exists (a spec of shared and register stages only): then there is no instruction to name."""
     w = getattr(p, "worst", None)
-    if not w:
+    if not w or not w.get("sectors"):
         return ""
-    at = ", ".join(f"{k}={v}" for k, v in w.get("sizes", {}).items())
-    return (f"; worst {w['sectors']} sectors per request: stage {w['stage']} {w['side']}, block "
-            f"({', '.join(str(b) for b in w['block'])}), warp {w['warp']}, step {w['step']}"
-            + (f" at {at}" if at else ""))
+    text = f"; worst {w['sectors']} sectors per request"
+    if "stage" not in w:
+        return text
+    at = ", ".join(f"{k}={v}" for k, v in (w.get("sizes") or {}).items())
+    block = ", ".join(str(b) for b in w.get("block", ()))
+    return (text + f": stage {w['stage']} {w.get('side', '')}, block ({block}), warp {w.get('warp')}, "
+            f"step {w.get('step')}" + (f" at {at}" if at else ""))
 
 
 def _uri(path: str) -> str:

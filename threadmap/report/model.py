@@ -334,3 +334,25 @@ class ProveReport(_Model):
         if self.errors:
             return error_status(self.errors)
         return 0 if all(p.status == "PROVED" for r in self.runs for p in r.properties) else 1
+
+
+Engine = Literal["enumerate", "z3", "auto", "both"]
+
+
+class EngineReport(_Model):
+    """What :func:`threadmap.api.verify` returns for ``engine`` ``z3``, ``auto`` or ``both``:
+    the enumeration's report (empty for ``z3``), the proofs (empty for ``enumerate``) and the
+    places where a proof contradicts a sample (``both``)."""
+
+    engine: Engine
+    verify: VerifyReport
+    prove: ProveReport
+    disagreements: list[str] = Field(default_factory=list)
+
+    def exit_status(self, check_expected: bool = False) -> int:
+        """The worse of both: 2 or 3 for an invalid spec or an internal error, 1 a finding,
+        an unproved property or a disagreement, else 0."""
+        errors = self.verify.errors + self.prove.errors
+        if errors:
+            return error_status(errors)
+        return max(self.verify.exit_status(check_expected), self.prove.exit_code, 1 if self.disagreements else 0)

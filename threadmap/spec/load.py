@@ -219,3 +219,14 @@ def iter_spec_files(path: str | Path) -> list[Path]:
                 out.append(f)
     return sorted(out)
 
+
+
+def spec_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Spec files named by ``paths`` (files, or directories searched recursively); a path that
+    does not exist is a located error."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise SpecError(f"{p}:1:1: (file): no such file or directory")
+        files.extend(iter_spec_files(p) if p.is_dir() else [p])
+    return files

@@ -102,9 +102,9 @@ def explain(runs: Sequence[SpecRun], *, loaded: LoadedSpec | None = None, judge:
     and, with ``judge="spec"``, the summary line of ``threadmap verify``.  As in its table,
     passing ``vectorize`` and ``predicates`` rows are left out unless ``verbose``; of several
     runs, those that are right show only their title line."""
-    from threadmap import __version__
     from threadmap.report.formats import headline, printable, run_label, summary_line, where, witness_text
     from threadmap.report.model import VerifyReport
+    from threadmap.version import __version__
 
     out: list[str] = []
     for run in runs:

@@ -1,0 +1,168 @@
+"""``threadmap gpu`` (the real templates' coordinates, behaviour and counters beside the
+simulation) and ``threadmap diff`` (a kernel's printed coordinates against the simulation)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from threadmap.cli.common import UsageError, echo_errors, output, parse_sizes, require_cutlass, targets
+
+
+@click.command("gpu")
+@click.argument("paths", nargs=-1)
+@click.option("--where", type=click.Choice(("auto", "device", "host")), default="auto", show_default=True,
+              help="run the probe on the GPU (CuPy) or, compiled as C++, on the host; auto: the GPU if there is one")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "markdown")), default="table", show_default=True)
+@click.option("-o", "--output", "output_path", default=None, help="write the report to this file instead of stdout")
+@click.option("--json", "json_path", default=None, help="also write the JSON report to this file")
+@click.option("--sizes", default=None, help="set named sizes, e.g. --sizes M=1000,N=62")
+@click.option("--max-rows", type=click.IntRange(1, 1 << 28), default=None,
+              help="records per stage at most (default: 2^24 on a GPU, 2^20 on the host); larger grids are sampled")
+@click.option("--behaviour/--no-behaviour", default=True, show_default=True,
+              help="on a GPU: also run each spec's data movement on real data (correctness, coverage, GB/s)")
+@click.option("--counters", is_flag=True, help="on a GPU: Nsight Compute counters per stage beside the predictions")
+@click.option("--racecheck", is_flag=True, help="on a GPU: compute-sanitizer racecheck of specs with shared memory")
+@click.option("--compile-only", is_flag=True,
+              help="only compile the generated kernels for sm_80 and sm_90 (no GPU needed)")
+@click.option("--include-dir", is_flag=True, help="print the folder of threadmap_probe.h and exit")
+def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | None, json_path: str | None,
+            sizes: str | None, max_rows: int | None, behaviour: bool, counters: bool, racecheck: bool,
+            compile_only: bool, include_dir: bool) -> None:
+    """Probe specs with the real CUTLASS/CuTe templates and diff with the simulation.
+
+    \b
+    Examples:
+      threadmap gpu specs/cute_transpose/row_smem_swizzled.yaml
+      threadmap gpu specs/ --where host --format json -o probe.json
+      nvcc -I$(threadmap gpu --include-dir) my_kernel.cu   # for threadmap diff
+
+    For every copy stage a generated kernel computes each (block, thread, value)'s
+    coordinate, element offset, in-bounds flag and predicate with the headers' templates
+    (tiled copies, local_partition, TiledMMA partitions, CUTLASS thread maps, swizzled
+    layouts); the records are compared with the simulator's, one by one.
+    Exit status: 0 no mismatch, 1 mismatches, 2 invalid spec or usage (or --where device
+    without a GPU), 3 internal error.
+    """
+    from rich.console import Console
+
+    from threadmap.gpu.formats import probe_summary, render_behaviour, render_counters, render_probe
+    from threadmap.gpu.run import probe
+    from threadmap.gpu.toolchain import include_dir as inc_dir
+
+    if include_dir:
+        if paths:
+            raise UsageError("--include-dir takes no spec paths")
+        click.echo(str(inc_dir()))
+        return
+    if not paths:
+        raise UsageError("give spec files or directories (or --include-dir)")
+    require_cutlass()
+    if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
+        raise UsageError("-o and --json name the same file")
+    files, missing = targets(paths)
+    write = output(output_path, files)
+    write_json = output(json_path, files, "--json") if json_path else None
+    if compile_only:
+        from threadmap.gpu.run import compile_only as compile_kernels
+        echo_errors(missing)
+        if missing:
+            sys.exit(2)
+        done = compile_kernels([str(f) for f in files], sizes=parse_sizes(sizes))
+        write(json.dumps(done, indent=1) if fmt == "json" else done["summary"])
+        if write_json:
+            write_json(json.dumps(done, indent=1))
+        return
+    from threadmap.gpu.device import available
+    from threadmap.gpu.run import suite
+
+    con_err = Console(stderr=True, highlight=False)
+    say = lambda m: con_err.print(f"[dim]{m}[/dim]")  # noqa: E731
+    on_device = where == "device" or (where == "auto" and available()[0])
+    if on_device:
+        report = suite([str(f) for f in files], sizes=parse_sizes(sizes), max_rows=max_rows, behaviour=behaviour,
+                       counters=counters, racecheck=racecheck, progress=say)
+    else:
+        if counters or racecheck:
+            say("no GPU: --counters and --racecheck need one; probing on the host only")
+        report = probe([str(f) for f in files], where="host", sizes=parse_sizes(sizes), max_rows=max_rows,
+                       progress=say)
+    report.errors[:0] = missing
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160)
+        render_probe(report, con)
+        render_behaviour(report, con)
+        render_counters(report, con)
+        con.print(probe_summary(report))
+        if output_path:
+            write(buf.getvalue())
+    elif fmt == "markdown":
+        from threadmap.gpu.formats import to_markdown
+        write(to_markdown(report))
+    else:
+        write(report.model_dump_json(indent=1))
+    if write_json:
+        write_json(report.model_dump_json(indent=1))
+    echo_errors(report.errors)
+    from threadmap.report.model import error_status
+    sys.exit(error_status(report.errors) if report.errors else (0 if report.ok else 1))
+
+
+@click.command("diff")
+@click.argument("spec_path")
+@click.argument("log_path")
+@click.option("--regex", "pattern", default=None,
+              help="a custom record format: named groups tid and coord (or row, col), optional stage, block "
+                   "(or bx, by, bz), iter, value")
+@click.option("--marker", default=None,
+              help="text that starts every record; a line with it that does not parse is malformed "
+                   "(default 'TM ' for the default format)")
+@click.option("--stage", type=click.IntRange(0), default=None, help="the stage of records that do not name one")
+@click.option("--side", type=click.Choice(("auto", "src", "dst")), default="auto", show_default=True,
+              help="whose coordinates the log prints (auto: the global-memory side)")
+@click.option("--sizes", default=None, help="the sizes the kernel ran with, e.g. --sizes M=1000,N=62")
+@click.option("--grid", "whole_grid", is_flag=True,
+              help="expect every block of the grid in the log (default: the blocks the log names)")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("-o", "--output", "output_path", default=None, help="write the report to this file instead of stdout")
+def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | None, stage: int | None,
+             side: str, sizes: str | None, whole_grid: bool, fmt: str, output_path: str | None) -> None:
+    """Diff the coordinates a kernel printed (threadmap_probe.h) with the simulation.
+
+    \b
+    Examples:
+      threadmap diff specs/cute_transpose/row_smem.yaml kernel.log
+      threadmap diff spec.yaml run.log --regex 't=(?P<tid>\\d+) b=(?P<block>\\d+) (?P<row>\\d+),(?P<col>\\d+)'
+
+    Reports, per thread, coordinates that moved (same thread, instruction and value, other
+    place), are missing from the log, or are extra; malformed lines with their numbers.
+    Compared: the stages the log names, over every block it names in any stage (--grid:
+    every block), so a block or thread that printed nothing shows as missing accesses.
+    Exit status: 0 the log matches, 1 differences, 2 invalid spec, log or usage, 3 internal
+    error.  Needs no GPU.
+    """
+    from rich.console import Console
+
+    from threadmap.gpu.formats import render_log_diff
+    from threadmap.gpu.log import diff_log, load_model
+
+    write = output(output_path, [Path(spec_path), Path(log_path)])
+    model = load_model(spec_path, parse_sizes(sizes))
+    d = diff_log(model, Path(log_path), pattern=pattern, marker=marker, stage=stage,
+                 side=None if side == "auto" else side, whole_grid=whole_grid)
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160)
+        render_log_diff(d, con)
+        if output_path:
+            write(buf.getvalue())
+    else:
+        write(d.model_dump_json(indent=1))
+    sys.exit(0 if d.ok else 1)
+
+
