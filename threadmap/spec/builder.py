@@ -371,7 +371,9 @@ class Spec:
 
     def verify(self, **options: Any) -> VerifyReport:
         """``threadmap.api.verify`` of this spec (options: ``sizes``, ``checks``, ...)."""
-        from threadmap import api
+        # the API sits above the builder: imported here, by its module, never through the
+        # package root (which loads this module lazily)
+        import threadmap.api as api
         return api.verify([self.load()], **options)
 
     # -- from files and models ------------------------------------------------------------
