@@ -12,7 +12,7 @@ The specs whose proofs are slow (``specs/ranges``, the sgemm epilogues) are prov
 ``--timeout 2``; a property stopped by the prover's (wall-clock) limit is UNKNOWN, and exit
 1 is then what a spec expected to pass gets.
 
-Cost: COST CPU-seconds for the 44 library specs (user + system time of pytest and the
+Cost: 105 CPU-seconds for the 44 library specs (user + system time of pytest and the
 prover's children, ``/usr/bin/time``; the imports included), most of it the proofs.
 """
 

@@ -110,7 +110,7 @@ def run_engine(files: list[Path], missing: list[Any], engine: str, *, sizes: dic
 
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=not err.is_terminal) as prog:
-        task = prog.add_task("verifying", total=len(files))
+        task = prog.add_task("verifying", total=len(files) * (2 if engine == "both" else 1))  # both: twice
         sub = prog.add_task("  blocks", total=None, visible=False)
         started = [0]
 
