@@ -15,14 +15,17 @@ import numpy as np
 import pytest
 import z3
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from threadmap.api import verify_spec
 from threadmap.cli import main
+from threadmap.errors import SpecError
 from threadmap.layout import Sym
 from threadmap.layout import parse as parse_layout
 from threadmap.layout.backend import Interval
 from threadmap.prove.run import prove
-from threadmap.spec.expr import OPS, Affine
+from threadmap.spec.expr import OPS, Affine, parse_expr
 from threadmap.spec.parsed import LayoutTemplate, bind_layout
 
 # A batched transpose-like copy: L matrices of M x N, read row-major, written column-major
@@ -174,3 +177,28 @@ def test_bad_expression_is_a_located_exit_2(tmp_path: Path, layout: str, needle:
     row = text.splitlines()[int(m[1]) - 1]
     assert row[int(m[2]) - 1:].startswith(f'"{layout}"')
     assert needle in m[3], m[3]
+
+
+_TERMS = st.recursive(
+    st.sampled_from(["M", "N", "1", "2", "7"]),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["+", "*", " * ", "//", "%"]), inner).map(lambda t: f"{t[0]}{t[1]}{t[2]}"),
+        st.tuples(st.sampled_from(["ceil_div", "max", "min"]), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+        inner.map(lambda t: f"({t})+1")),
+    max_leaves=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(exprs=st.lists(_TERMS, min_size=2, max_size=2), m=st.integers(1, 50), n=st.integers(1, 50))
+def test_expression_strides_bind_as_their_values(exprs: list[str], m: int, n: int) -> None:
+    """A layout with expression strides binds to the layout with the expressions' values,
+    or refuses the one the expression core refuses (a zero divisor)."""
+    env = {"M": m, "N": n}
+    text = f"(M,(N,3)):({exprs[0]},(1,{exprs[1]}))"
+    try:
+        values = [parse_expr(e).eval(env) for e in exprs]
+    except SpecError as e:
+        with pytest.raises(SpecError, match=re.escape(str(e).split(" at column")[0][:30])):
+            bind_layout(text, env)
+        return
+    assert bind_layout(text, env) == parse_layout(f"({m},({n},3)):({values[0]},(1,{values[1]}))")

@@ -380,7 +380,7 @@ YAML_ERRORS = [
      .replace("threads: 256", "threads: M * 16"),
      ('"(16,16):(1,16)"', 0), "stages[0].copy.src.threads", r"but threads = 512 \(with M=32\)"),
     ("smem too big", _sub("Sw<4,0,4> o (16,16):(16,1)\"}", "(256,256):(256,1)\"}"),
-     ("x:  {memory: global", 0), "tensors", r"a CTA has at most 232448 bytes"),
+     ('"(256,256):(256,1)"', 0), "tensors.sA.layout", r"\(262144 for 'sA'\); a CTA has at most 232448 bytes"),
     ("duplicate key", _sub("element: f32", "element: f32\nelement: f16"), ("element", 1),
      "element", r"duplicate key 'element'"),
     ("yaml syntax", _sub("stages:\n", "stages: [\n"), ("- copy", 0), "(file)", r"YAML: "),

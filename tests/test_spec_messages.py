@@ -102,3 +102,13 @@ def test_shared_reads_past_the_tensor_inside_the_cta_still_run(tmp_path: Path) -
     """Inside the CTA's shared memory, leaving the tensor is the coverage check's finding."""
     code, err = verify(tmp_path, spec(at="bx"))
     assert code in (0, 1), err
+
+
+def test_shared_offset_past_the_cta_points_at_the_offset(tmp_path: Path) -> None:
+    text = spec().replace('s: {memory: shared, layout: "(32,4):(4,1)"}',
+                          's: {memory: shared, layout: "(32,4):(4,1)", offset: 1000000000000}')
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "tensors.s.offset", "1000000000000")
+    # (offset + cosize 128) elements of 4 bytes
+    assert f"need {(10**12 + 128) * 4} bytes" in msg and str(MAX_SHARED_BYTES) in msg

@@ -346,6 +346,7 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
             layouts[p] = lay
 
         smem = 0
+        biggest: tuple[Path_, int] = (("tensors",), 0)
         for name, t in spec.tensors.items():
             lay = layouts.get(("tensors", name, "layout"))
             if lay is None or t.memory != "shared":
@@ -353,6 +354,8 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
             nbytes = (t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8
             if t.alias is None:
                 smem += nbytes
+                if nbytes > biggest[1]:  # the error points at the buffer that needs the most
+                    biggest = (("tensors", name, "offset" if t.offset > cosize(lay) else "layout"), nbytes)
                 continue
             root = t.alias
             while spec.tensors[root].alias is not None:
@@ -365,8 +368,8 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
                     errs.add(("tensors", name, "layout"), f"view of {nbytes} bytes (offset included) "
                              f"exceeds its buffer {root!r} of {rbytes} bytes{note}")
         if smem > MAX_SHARED_BYTES:
-            errs.add(("tensors",), f"shared tensors need {smem} bytes{note}; a CTA has at most "
-                     f"{MAX_SHARED_BYTES} bytes of shared memory")
+            errs.add(biggest[0], f"shared tensors need {smem} bytes{note} ({biggest[1]} for {biggest[0][1]!r}); "
+                     f"a CTA has at most {MAX_SHARED_BYTES} bytes of shared memory")
 
         for i, which, side in _sides(spec):
             base = ("stages", i, "copy", which)
