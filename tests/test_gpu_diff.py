@@ -192,8 +192,11 @@ def test_blocks_and_stages_the_log_leaves_out_are_missing(tmp_path: Path) -> Non
     no_store = [x for x in lines if not x.startswith("TM stage=2 block=2,0,0")]
     d = diff_log(m, _write(tmp_path, no_store))
     assert d.missing == len(lines) - len(no_store) > 0 and d.matched == len(no_store)
+    # the whole grid at 64 x 48 (12 blocks; at the spec's 1024 x 1024, 4096 blocks cost minutes)
+    m = _model(SPEC, {"M": 64, "N": 48})
+    lines = simulated_log(m, np.array([1, 2]))
     d = diff_log(m, _write(tmp_path, lines), whole_grid=True)
-    assert d.blocks == m.num_blocks and d.missing == 2 * 256 * (m.num_blocks - 2)
+    assert m.num_blocks == 12 and d.blocks == m.num_blocks and d.missing == 2 * 256 * (m.num_blocks - 2)
 
 
 def test_records_without_a_value_match_beside_full_ones(tmp_path: Path) -> None:
