@@ -711,7 +711,7 @@ def assert_grid(results: list[CheckResult], s: Side, replication: bool = False,
 
 
 def assert_grid_enumeration(acc: Any, s: Side, chunks: Sequence[AccessTable]) -> None:
-    """A :class:`~threadmap.verify.grid.GridEnumeration` fed with ``chunks`` (the tables of
+    """A :class:`~threadmap.verify.grid_coverage.GridEnumeration` fed with ``chunks`` (the tables of
     ``s``): its counts, first missing elements, straddles, and its witnesses (out-of-bounds
     rows, duplicate pairs from a second pass over ``chunks``)."""
     g = grid_of(s)

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import threadmap.verify.grid as grid
+import threadmap.verify.aliasing as grid
 from threadmap.layout.parse import parse_layout
-from threadmap.verify.grid import aliasing, offset_histogram
+from threadmap.verify.aliasing import aliasing, offset_histogram
 
 
 def _tensor(text: str) -> SimpleNamespace:

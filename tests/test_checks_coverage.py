@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from threadmap.verify import build_table, check_grid, check_tile_coverage, coverage_definition
-from threadmap.verify.grid import GridEnumeration
+from threadmap.verify.grid_coverage import GridEnumeration
 
 T = 16
 

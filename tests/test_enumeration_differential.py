@@ -39,7 +39,7 @@ from threadmap.verify.blocks import BlockView, attach_view
 from threadmap.verify.coalescing import Coalescing
 from threadmap.verify.coverage import TileCoverage
 from threadmap.verify.dataflow import Dataflow
-from threadmap.verify.grid import GridEnumeration
+from threadmap.verify.grid_coverage import GridEnumeration
 from threadmap.verify.vectorize import Vectorize
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"

@@ -14,7 +14,7 @@ same predicates and the same address alignment, have the same counts), or ``part
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -51,7 +51,15 @@ class Finding(_Model):
     severity: Severity = "error"
 
 
-class CoverageSummary(_Model):
+class CheckSummary(_Model):
+    """The summary of one check's result (one model per check; ``check`` is its name)."""
+
+    #: the check's rule in one sentence (reports: SARIF rules)
+    rule: ClassVar[str] = ""
+
+
+class CoverageSummary(CheckSummary):
+    rule: ClassVar[str] = "Every thread touches the right elements of its tile exactly once."
     check: Literal["coverage"] = "coverage"
     blocks: int = Field(description="blocks whose tiles were counted (whole grid)")
     tile: tuple[int, ...]
@@ -65,7 +73,9 @@ class CoverageSummary(_Model):
     replication: int
 
 
-class GridCoverageSummary(_Model):
+class GridCoverageSummary(CheckSummary):
+    rule: ClassVar[str] = ("Over the whole grid every element is accessed exactly once, and no two written "
+                           "elements share an address.")
     check: Literal["grid_coverage"] = "grid_coverage"
     elements: int
     accesses: int
@@ -77,7 +87,9 @@ class GridCoverageSummary(_Model):
     aliased: int = Field(0, description="written elements sharing their address with another written element")
 
 
-class PredicatesSummary(_Model):
+class PredicatesSummary(CheckSummary):
+    rule: ClassVar[str] = ("Predicates are right for sizes the tile does not divide: no active access leaves "
+                           "the tensor and no in-bounds element is lost.")
     check: Literal["predicates"] = "predicates"
     shape: tuple[int, ...]
     out_of_bounds: int
@@ -88,7 +100,8 @@ class PredicatesSummary(_Model):
     precondition: list[str] = Field(default_factory=list)
 
 
-class CoalescingSummary(_Model):
+class CoalescingSummary(CheckSummary):
+    rule: ClassVar[str] = "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned."
     check: Literal["coalescing"] = "coalescing"
     requests: int
     sectors: int
@@ -103,7 +116,8 @@ class CoalescingSummary(_Model):
     worst: dict[str, Any] | None = None
 
 
-class BankSummary(_Model):
+class BankSummary(CheckSummary):
+    rule: ClassVar[str] = "Shared-memory accesses need no more wavefronts than ideal."
     check: Literal["bank_conflicts"] = "bank_conflicts"
     instructions: int
     wavefronts: int
@@ -116,7 +130,8 @@ class BankSummary(_Model):
     worst: dict[str, Any] | None = None
 
 
-class VectorizeSummary(_Model):
+class VectorizeSummary(CheckSummary):
+    rule: ClassVar[str] = "Vector accesses are contiguous and aligned."
     check: Literal["vectorize"] = "vectorize"
     declared_bits: int
     declared_legal: bool
@@ -125,7 +140,9 @@ class VectorizeSummary(_Model):
     illegal_accesses: int
 
 
-class DataflowSummary(_Model):
+class DataflowSummary(CheckSummary):
+    rule: ClassVar[str] = ("The stages implement the declared transform: every output element is delivered "
+                           "with the right value, without races, stale reads or writes after reads.")
     check: Literal["dataflow"] = "dataflow"
     stages: int
     barriers: int
@@ -148,6 +165,27 @@ class DataflowSummary(_Model):
 class SkipSummary(_Model):
     check: Literal["skip"] = "skip"
     reason: str
+
+
+#: every check's summary model, by check name (the order reports list checks in)
+SUMMARIES: dict[str, type[CheckSummary]] = {
+    "coverage": CoverageSummary, "grid_coverage": GridCoverageSummary, "predicates": PredicatesSummary,
+    "coalescing": CoalescingSummary, "bank_conflicts": BankSummary, "vectorize": VectorizeSummary,
+    "dataflow": DataflowSummary,
+}
+#: the rule of each check in one sentence
+RULES: dict[str, str] = {name: cls.rule for name, cls in SUMMARIES.items()}
+#: how ``expect.failing_checks`` names match result names: the name an expectation uses for
+#: each other spelling (``vectorization`` is ``vectorize``) and for checks an expectation names
+#: together (``coverage`` also covers ``grid_coverage``).  The check catalogue
+#: (``threadmap.verify.catalogue``) holds the same map and a test keeps them equal: the report
+#: layer reads no check.
+EXPECTED_AS: dict[str, str] = {"vectorization": "vectorize", "grid_coverage": "coverage"}
+
+
+def expected_name(check: str) -> str:
+    """The name ``check`` (a result's or an expectation's) is matched under."""
+    return EXPECTED_AS.get(check, check)
 
 
 Summary = Annotated[CoverageSummary | GridCoverageSummary | PredicatesSummary | CoalescingSummary
@@ -200,6 +238,11 @@ class SpecRun(_Model):
     seconds: float
     results: list[CheckResult]
     notes: list[str] = Field(default_factory=list)
+
+    def expects_failure(self, check: str) -> bool:
+        """Whether the spec expects ``check`` (a result's name) to fail (``coverage`` in the
+        expectation covers ``grid_coverage``; ``vectorization`` is ``vectorize``)."""
+        return expected_name(check) in {expected_name(c) for c in self.expected_failing}
 
 
 class SpecError(_Model):

@@ -179,7 +179,6 @@ def check_bank_conflicts(tables: AccessTable | Sequence[AccessTable], *, max_ext
 @register
 class BankConflictCheck(Check):
     name = "bank_conflicts"
-    rule = "Shared-memory accesses need no more wavefronts than ideal."
     definition = staticmethod(hw.wavefronts)
     memories = ("shared",)
 

@@ -7,13 +7,15 @@ A check has three parts behind one interface:
 * its *enumeration*: an :class:`Accumulator` fed with access tables (chunks of blocks, each
   block with a weight: the number of blocks it stands for) that returns a
   :class:`~threadmap.report.model.CheckResult`;
-* (next) its *proof*: a z3 decision procedure over the same model.
+* its *proof*: the ``threadmap prove`` properties its catalogue entry names.
 
 Side checks (coverage, coalescing, bank conflicts, vectorize) see one side of one copy
 stage; kernel checks (dataflow) see every stage of the same blocks.  The whole-grid checks
-(grid coverage, predicates) are decided by :mod:`threadmap.verify.grid`, which either counts
-every element (enumeration) or proves the interior by tiling.  :data:`CHECKS` lists every
-check by name; drivers iterate it.
+(grid coverage, predicates) are decided by the driver from one set of counts
+(:mod:`threadmap.verify.grid_coverage`: every element counted, or the tiling argument).
+What each check is (name, scope, rule, summary, proof) is its entry in
+:data:`~threadmap.verify.catalogue.CATALOGUE`; :data:`CHECKS` holds the code of those with an
+accumulator, and drivers iterate it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, SkipSummary
 from threadmap.simulate.access import AccessTable
-from threadmap.spec.schema import CHECK_ALIASES
+from threadmap.verify.catalogue import ALIASES, CATALOGUE, Entry, canonical
 from threadmap.verify.util import as_tables
 
 StageTables = Sequence[tuple[AccessTable, AccessTable] | str]
@@ -49,16 +51,26 @@ class Accumulator(ABC):
 
 @dataclass(frozen=True)
 class Check(ABC):
-    """One check: its name, where it applies, its definition and its enumeration."""
+    """One check's code: its name, where it applies, its definition and its enumeration (what
+    the check is, its scope and rule, is its entry in :data:`~threadmap.verify.catalogue.CATALOGUE`)."""
 
     name: ClassVar[str]
-    #: ``side``: one side of one copy stage; ``kernel``: all stages of a block
-    scope: ClassVar[str] = "side"
-    #: a sentence for reports (SARIF rules)
-    rule: ClassVar[str] = ""
     definition: ClassVar[Callable[..., Any]]
     #: the memories whose sides the check judges
     memories: ClassVar[tuple[str, ...]] = ("global", "shared", "register")
+
+    @property
+    def entry(self) -> Entry:
+        return CATALOGUE[self.name]
+
+    @property
+    def scope(self) -> str:
+        """``side``: one side of one copy stage; ``kernel``: all stages of a block."""
+        return self.entry.scope
+
+    @property
+    def rule(self) -> str:
+        return self.entry.rule
 
     def applies(self, side: SideModel) -> bool:
         return side.memory in self.memories
@@ -68,15 +80,16 @@ class Check(ABC):
         ...
 
 
+#: the checks with an accumulator, by name (importing :mod:`threadmap.verify` registers them);
+#: the whole-grid checks of the catalogue are decided by the driver instead
 CHECKS: dict[str, Check] = {}
-
-#: how ``expect.failing_checks`` names match results: ``coverage`` also covers
-#: ``grid_coverage``, ``vectorization`` is ``vectorize``
-ALIASES = {**CHECK_ALIASES, "grid_coverage": "coverage"}
 
 
 def register(cls: type[Check]) -> type[Check]:
-    """Class decorator: register one instance of the check under its name."""
+    """Class decorator: register one instance of the check under its name (which must be in
+    the catalogue)."""
+    if cls.name not in CATALOGUE:
+        raise ValueError(f"check {cls.name!r} has no entry in threadmap.verify.catalogue.CATALOGUE")
     CHECKS[cls.name] = cls()
     return cls
 
@@ -106,6 +119,5 @@ def skipped(check: str, side: Any, reason: str) -> CheckResult:
                        summary=SkipSummary(reason=reason))
 
 
-def canonical(name: str) -> str:
-    """A check name as the registry knows it (aliases resolved)."""
-    return ALIASES.get(name, name)
+__all__ = ["ALIASES", "CHECKS", "Accumulator", "Check", "canonical", "check_tables", "feed_all", "register",
+           "skipped"]

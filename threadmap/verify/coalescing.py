@@ -184,7 +184,6 @@ def check_coalescing(tables: AccessTable | Sequence[AccessTable], *, max_ratio: 
 @register
 class CoalescingCheck(Check):
     name = "coalescing"
-    rule = "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned."
     definition = staticmethod(hw.sectors)
     memories = ("global",)
 

@@ -331,7 +331,6 @@ def check_tile_coverage(tables: AccessTable | Sequence[AccessTable], *, replicat
 @register
 class CoverageCheck(Check):
     name = "coverage"
-    rule = "Every thread touches the right elements of its tile exactly once."
     definition = staticmethod(coverage_definition)
     memories = ("global", "shared")
 

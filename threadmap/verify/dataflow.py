@@ -744,8 +744,6 @@ def delivery(tables: Sequence[AccessTable], keep: int = MAX_FINDINGS_PER_KIND
 @register
 class DataflowCheck(Check):
     name = "dataflow"
-    scope = "kernel"
-    rule = "The stages implement the declared transform without races, stale reads or writes after reads."
     definition = staticmethod(dataflow_definition)
 
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Dataflow:

@@ -1,6 +1,6 @@
 """The tiling argument's last premise, checked: blocks of one class behave alike.
 
-Blocks of one class (a box of :class:`~threadmap.verify.grid.BlockClasses`) have the same
+Blocks of one class (a box of :class:`~threadmap.verify.classes.BlockClasses`) have the same
 predicates and tiles that differ by a translation; any per-block quantity that is an affine
 function of the block coordinates (the offset between where a block reads and where it
 writes, which decides the dataflow check, for instance) is constant over the box iff it is

@@ -8,11 +8,12 @@ one kernel model, in one of two ways:
   ``--exhaustive``, and by default when the grid is small or the tiling argument does not
   apply and enumerating is affordable.
 * **tiling**: a constant number of representative blocks is simulated, whatever the grid's
-  size (see :mod:`threadmap.verify.grid`): per class of blocks its first block and a
-  neighbour along each block coordinate, and per global side one block per residue of its
-  tile's address modulo 128 for the address-dependent checks.  Each representative carries
-  the number of blocks it stands for, so every count in the report is a whole-grid total,
-  equal to what enumeration gives (tests compare the two on every spec they can enumerate).
+  size (see :mod:`threadmap.verify.classes` and :mod:`threadmap.verify.grid_coverage`): per
+  class of blocks its first block and a neighbour along each block coordinate, and per global
+  side one block per residue of its tile's address modulo 128 for the address-dependent
+  checks.  Each representative carries the number of blocks it stands for, so every count in
+  the report is a whole-grid total, equal to what enumeration gives (tests compare the two on
+  every spec they can enumerate).
 
 When neither applies (the argument's premises fail and enumeration would exceed
 ``max_rows``), the counts of the simulated blocks are reported as ``partial``.
@@ -32,26 +33,26 @@ from threadmap.report.model import CheckResult, Finding, SpecRun, Totals
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Arena, Simulator, rows_per_block
 from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.verify.aliasing import alias_findings
 from threadmap.verify.blocks import attach_view
-from threadmap.verify.check import CHECKS, Accumulator, canonical
+from threadmap.verify.catalogue import BY_ADDRESS, CATALOGUE, GRID, canonical
+from threadmap.verify.check import CHECKS, Accumulator
+from threadmap.verify.classes import BlockClasses, multiplicity
 from threadmap.verify.coverage import TileCoverage
 from threadmap.verify.dataflow import MAX_FINDINGS_PER_KIND as MAX_DATAFLOW_WITNESSES
 from threadmap.verify.dataflow import Dataflow
-from threadmap.verify.grid import (
+from threadmap.verify.grid_coverage import (
     MAX_BITMAP_BYTES,
     MAX_SPARSE_ROWS,
-    BlockClasses,
-    GridCounts,
     GridEnumeration,
     MaskedIndex,
-    Straddles,
-    aliasing,
     counts_by_tiling,
     grid_results,
-    multiplicity,
     union_reached,
 )
 from threadmap.verify.homogeneity import first_difference
+from threadmap.verify.predicates import Straddles
+from threadmap.verify.util import first_active, in_bounds
 
 #: default enumeration budget (rows of all stages): beyond it the tiling argument or partial counts
 MAX_ROWS = 1 << 28
@@ -64,7 +65,8 @@ ENUM_ROWS = 1 << 20
 BYTES_PER_ROW = 700
 MAX_CHUNK_BYTES = 5 << 29
 
-SIDE_ORDER = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize")
+#: the order of one side's results: the catalogue's
+SIDE_ORDER = tuple(n for n, e in CATALOGUE.items() if e.scope != "kernel")
 
 
 class WorkTooLarge(ValueError):
@@ -123,8 +125,8 @@ def _feed(st: _State, tables: list[Any], weights: np.ndarray, names: Iterable[st
             for (stage, which, name), acc in st.side.items():
                 if stage == t.stage and which == t.side and (keep is None or name in keep):
                     acc.add(t, weights)
-    if keep is None or "dataflow" in keep:
-        for acc in st.kernel.values():
+    for name, acc in st.kernel.items():
+        if keep is None or name in keep:
             acc.add(tables, weights)
 
 
@@ -182,7 +184,7 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
 def _enumerate(model: KernelModel, sim: Simulator, opts: RunOptions, blocks: np.ndarray | None = None,
                sparse: bool = False) -> tuple[list[CheckResult], int, Totals]:
     st = _accumulators(model, opts, False)
-    want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    want_grid = any(_wanted(opts, n) for n in GRID)
     outputs = _output_sides(model) if "dataflow" in st.kernel else set()
     everything = blocks is None
     for side in model.sides():
@@ -225,22 +227,8 @@ def _first_accessor(model: KernelModel, sim: Simulator, side: SideModel) -> Call
     assert isinstance(cp, CopyModel)
 
     def first(coord: tuple[int, ...], before: int) -> dict[str, Any] | None:
-        return _first_active(sim, cp, side, np.arange(before + 1, dtype=np.int64), coord)
+        return first_active(sim, cp, side, np.arange(before + 1, dtype=np.int64), coord)
     return first
-
-
-def _first_active(sim: Simulator, cp: CopyModel, side: SideModel, blocks: np.ndarray,
-                  coord: tuple[int, ...]) -> dict[str, Any] | None:
-    """The first active access of ``coord`` on ``side`` among ``blocks`` (in order), as a row."""
-    for ch in sim.chunks(blocks):
-        t = sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
-        hit = t.pred.copy()
-        for c, x in zip(t.coords, coord, strict=True):
-            hit &= c == x
-        rows = np.flatnonzero(hit)
-        if rows.size:
-            return t.row(int(rows[0]))
-    return None
 
 
 def _attach(tables: list[Any]) -> None:
@@ -276,7 +264,8 @@ def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
             g.witness_duplicates(_side_chunks(model, sim, side, blocks))
             g.resolve_pairs(_first_accessor(model, sim, side))
             cov, pred = grid_results(side, counts, g.straddles, g.dup_findings, g.oob_witness, missing, g.masked,
-                                     _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
+                                     alias_findings(model, sim, side, counts.covered), model.expect.replication,
+                                     _size_names(side))
             for r in (cov, pred):
                 if _wanted(opts, r.check):
                     per[r.check] = [r]
@@ -298,7 +287,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
     unlike = first_difference(model, sim, groups)
     if unlike is not None:
         return [], len(simulated), "partial", unlike
-    perf = {"coalescing", "vectorize"}
+    perf = BY_ADDRESS
     global_sides = {(s.stage, s.which) for s in model.sides() if s.memory == "global"}
     covers: dict[tuple[int, str], TileCoverage] = {}
     for side in model.sides():
@@ -356,7 +345,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
     results: list[CheckResult] = []
     fallback = None
     grid_res: dict[tuple[int, str], list[CheckResult]] = {}
-    want_grid = _wanted(opts, "grid_coverage") or _wanted(opts, "predicates")
+    want_grid = any(_wanted(opts, n) for n in GRID)
     outputs = _output_sides(model) if "dataflow" in st.kernel else set()
     if len(outputs) > 1:
         return [], len(simulated), "partial", ("several stages write the output: its delivery is the union of "
@@ -380,7 +369,8 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         missing = _tiling_missing(model, side, covers[key]) if counts.elements > counts.covered else []
         reached[key] = (counts.elements, counts.covered, missing)
         grid_res[key] = grid_results(side, counts, st.straddles[key], dup, st.oob[key], missing, st.masked[key],
-                                     _alias(model, sim, side, counts), model.expect.replication, _size_names(side))
+                                     alias_findings(model, sim, side, counts.covered), model.expect.replication,
+                                     _size_names(side))
     if partial_perf:
         notes.append("addresses of " + ", ".join(partial_perf) + " are not affine in the block coordinates: "
                      "their coalescing and vectorization counts cover the simulated blocks only")
@@ -441,7 +431,6 @@ def _all_sides(model: KernelModel) -> set[tuple[int, str]]:
 
 
 def _inb(t: AccessTable) -> np.ndarray:
-    from threadmap.verify.util import in_bounds
     return in_bounds(t.coords, t.shape)
 
 
@@ -469,7 +458,6 @@ def _tiling_duplicate(model: KernelModel, sim: Simulator, side: SideModel, talli
     ti = 0 if side.which == "src" else 1
     a = sim.stage_tables(cp, np.array([rep]))[ti]
     b = sim.stage_tables(cp, np.array([other]))[ti]
-    from threadmap.verify.util import in_bounds
     rows = np.flatnonzero(a.pred & in_bounds(a.coords, a.shape))
     for i in rows[:256]:
         c = tuple(int(x[i]) for x in a.coords)
@@ -508,71 +496,6 @@ def _tiling_missing(model: KernelModel, side: SideModel, cover: TileCoverage) ->
                 out.append(coord)
                 break
     return out
-
-
-def _alias(model: KernelModel, sim: Simulator, side: SideModel, counts: GridCounts) -> tuple[int, list[Finding]]:
-    """Aliased writes of a destination side: two written elements with one address."""
-    if side.which != "dst" or side.tensor is None or counts.covered == 0:
-        return 0, []
-    al = aliasing(side.tensor)
-    lay = side.tensor.layout
-    if not al.decided:
-        return 0, [Finding(check="grid_coverage", kind="aliasing_undecided", stage=side.stage, side=side.which,
-                           severity="warning",
-                           message=f"whether two elements of {side.name} share an address was not decided: the "
-                                   f"layout {lay} is neither small enough to compare every address nor a "
-                                   f"strided layout the solver answered for")]
-    if not al.count:
-        return 0, []
-    some = "" if al.exact else "at least "
-    if al.pair is None:
-        return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
-                                  message=f"{some}{al.count} elements of {side.name} share their address with "
-                                          f"another element (the layout {lay} is not injective)")]
-    cp = model.stages[side.stage]
-    assert isinstance(cp, CopyModel)
-    acc = [_accessor(model, sim, cp, side, c) for c in al.pair]
-    if any(a is None for a in acc):
-        c0, c1 = al.pair
-        return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
-                                  witness={"first": {"coordinate": c0}, "second": {"coordinate": c1}},
-                                  message=f"{side.name}{c0} and {side.name}{c1} are the same address (the layout "
-                                          f"{lay} is not injective; {some}{al.count} elements share an address)")]
-    a, b = acc
-    assert a is not None and b is not None
-    return al.count, [Finding(check="grid_coverage", kind="aliased_write", stage=side.stage, side=side.which,
-                              witness={"coordinate": a["coordinate"], "address": a["address"], "first": a, "second": b},
-                              message=f"{side.name}{a['coordinate']} and {side.name}{b['coordinate']} are the same "
-                                      f"address {a['address']} (the layout {lay} is not injective; {some}{al.count} "
-                                      f"elements share an address): block {a['block']} thread {a['thread']} and "
-                                      f"block {b['block']} thread {b['thread']} both write it")]
-
-
-def _accessor(model: KernelModel, sim: Simulator, cp: CopyModel, side: SideModel,
-              coord: tuple[int, ...]) -> dict[str, Any] | None:
-    """An active access of ``coord`` on ``side``: its block found from the tile coordinates
-    (affine case) or by search."""
-    cand: list[int] = []
-    if side.at_affine is not None and all(len(f.coef) <= 1 for f in side.at_affine):
-        point = dict.fromkeys(BLOCK_NAMES, 0)
-        ok = True
-        for k, form in enumerate(side.at_affine):
-            p = coord[k] // side.tile[k]
-            if form.coef:
-                v, a = next(iter(form.coef.items()))
-                if (p - form.const) % a:
-                    ok = False
-                    break
-                point[v] = (p - form.const) // a
-            elif p != form.const:
-                ok = False
-        gx, gy, gz = model.grid
-        if ok and 0 <= point["bx"] < gx and 0 <= point["by"] < gy and 0 <= point["bz"] < gz:
-            cand = [point["bx"] + gx * (point["by"] + gy * point["bz"])]
-    elif side.at is None:
-        cand = [0]
-    blocks = np.asarray(cand, dtype=np.int64) if cand else np.arange(min(model.num_blocks, 4096))
-    return _first_active(sim, cp, side, blocks, coord)
 
 
 def _partial(model: KernelModel, sim: Simulator, opts: RunOptions,

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from threadmap.simulate.access import AccessTable
+
+if TYPE_CHECKING:
+    from threadmap.model import CopyModel, SideModel
+    from threadmap.simulate.engine import Simulator
 
 
 def in_bounds(coords: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray:
@@ -77,3 +81,18 @@ def vector_fault(t: AccessTable, j: int, cont: bool, al: bool) -> tuple[dict[str
         why.append("its elements are not contiguous")
     return w, (f"{t.access_bytes * 8}-bit access of block {w['block']} thread {w['thread']} step {w['step']} "
                f"at {w['coordinate']}: " + " and ".join(why))
+
+
+def first_active(sim: Simulator, cp: CopyModel, side: SideModel, blocks: np.ndarray,
+                 coord: tuple[int, ...]) -> dict[str, Any] | None:
+    """The first active access of ``coord`` on ``side`` among ``blocks`` (in order), as a row
+    (pair witnesses: duplicates, aliased writes)."""
+    for ch in sim.chunks(blocks):
+        t = sim.stage_tables(cp, ch)[0 if side.which == "src" else 1]
+        hit = t.pred.copy()
+        for c, x in zip(t.coords, coord, strict=True):
+            hit &= c == x
+        rows = np.flatnonzero(hit)
+        if rows.size:
+            return t.row(int(rows[0]))
+    return None

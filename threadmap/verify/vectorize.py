@@ -177,7 +177,6 @@ def check_vectorize(tables: AccessTable | Sequence[AccessTable], *, min_bits: in
 @register
 class VectorizeCheck(Check):
     name = "vectorize"
-    rule = "Vector accesses are contiguous and aligned, as wide as the data allows."
     definition = staticmethod(widest_vector_definition)
     memories = ("global", "shared")  # a register side takes any vector width
 
