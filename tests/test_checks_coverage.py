@@ -132,3 +132,21 @@ def test_matches_definition(rows: int, cols: int, steps: int, shift: int, mul: i
     assert (r.summary["missing"], r.summary["duplicate_cells"]) == (len(d["missing"]), len(d["duplicates"]))
     assert r.summary["out_of_tile"] == 0
     assert (r.status == "PASS") == (d["ok"] and r.summary["out_of_bounds"] == 0)
+
+
+def test_union_of_sides_that_write_one_tensor() -> None:
+    """Two stages write one output (rows 0-3 and rows 4-7 of an 8x8 tensor, element (7, 7)
+    masked): the dataflow's delivery is their union, with the unreached element as witness,
+    from the dense count arrays and from the sparse ones alike."""
+    from threadmap.verify.grid_coverage import union_reached
+
+    top = build_table(lambda b, t, s, ln: (t // 8, t % 8), threads=32, steps=1, shape=(8, 8), tensor="y",
+                      side="dst")
+    bottom = build_table(lambda b, t, s, ln: (4 + t // 8, t % 8), threads=32, steps=1, shape=(8, 8), tensor="y",
+                         side="dst", stage=2, pred=lambda b, t, s, ln: t != 31)
+    for sparse in (False, True):
+        gs = [GridEnumeration(x, False, sparse=sparse) for x in (top, bottom)]
+        for g, x in zip(gs, (top, bottom), strict=True):
+            g.add(x, np.ones(1, dtype=np.int64))
+        assert union_reached(gs, 5) == (64, 63, [(7, 7)])
+        assert union_reached(gs[:1], 3) == (64, 32, [(4, 0), (5, 0), (6, 0)])
