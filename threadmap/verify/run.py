@@ -250,7 +250,7 @@ def _side_chunks(model: KernelModel, sim: Simulator, side: SideModel, blocks: np
 def _collect(model: KernelModel, st: _State, sim: Simulator, everything: bool,
              blocks: np.ndarray, opts: RunOptions) -> list[CheckResult]:
     out: list[CheckResult] = []
-    _deliver(model, st, {k: g for k, g in st.grid.items()})
+    _deliver(model, st, st.grid)
     for side in model.sides():
         key = (side.stage, side.which)
         per: dict[str, list[CheckResult]] = {}
