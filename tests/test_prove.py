@@ -37,13 +37,14 @@ def test_planted_one_residue_bug_is_refuted_and_hides_from_the_samples() -> None
     assert all(r.sizes["N"] % 128 != 100 for r in runs)
     report = prove([path], timeout_s=120)
     p = props(report.runs[0])
-    for name in ("coverage", "predicates"):
+    # dataflow too: the copy's last 100 outputs are never delivered (issue 16, item 3)
+    for name in ("coverage", "predicates", "dataflow"):
         assert p[name].status == "REFUTED", p[name]
         n = p[name].sizes["N"]
         assert n % 128 == 100 and replay(path, {"N": n}, "grid_coverage" if name == "coverage" else name)
     # N = 100 makes the grid 0 blocks: an invalid launch, found by z3 directly
     assert p["grid"].status == "REFUTED" and p["grid"].sizes["N"] % 128 == 100
-    assert p["dataflow"].status == "PROVED" and report.exit_code == 1
+    assert report.exit_code == 1
 
 
 def test_a_transpose_is_proved_for_every_size() -> None:
