@@ -167,6 +167,7 @@ def test_outputs_no_one_writes_fail_dataflow_with_the_grid_coverage_count(sizes:
     miss = [f for f in df.findings if f.kind == "missing"]
     assert [f.witness["coordinate"] for f in miss] == [(i, m - 1) for i in range(len(miss))] and miss
     assert miss[0].witness["expected"] == (m - 1, 0)
+    assert {(f.stage, f.side) for f in miss} == {(2, "dst")}  # the stage that writes y
 
 
 def test_dataflow_alone_still_judges_delivery() -> None:

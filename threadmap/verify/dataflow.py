@@ -235,12 +235,16 @@ class Dataflow(Accumulator):
         #: (output elements, elements some active write reaches, first unreached coordinates):
         #: the whole grid's delivery, from the driver (see :meth:`deliver`)
         self.delivery: tuple[int, int, list[tuple[int, ...]]] | None = None
+        self.delivery_stage: int | None = None
 
-    def deliver(self, elements: int, reached: int, unreached: Sequence[tuple[int, ...]]) -> None:
+    def deliver(self, elements: int, reached: int, unreached: Sequence[tuple[int, ...]],
+                stage: int | None = None) -> None:
         """The output's whole-grid delivery: of its ``elements``, ``reached`` are the coordinate
-        of an active write; ``unreached``: the first of the others (witnesses).  Only a caller
-        that saw every block knows it (a sample of blocks cannot tell an unwritten element)."""
+        of an active write; ``unreached``: the first of the others (witnesses); ``stage``: the
+        stage that writes the output (where the findings point).  Only a caller that saw every
+        block knows it (a sample of blocks cannot tell an unwritten element)."""
         self.delivery = (int(elements), int(reached), [tuple(int(x) for x in c) for c in unreached])
+        self.delivery_stage = stage
 
     # -- one chunk -----------------------------------------------------------------------------
     def add(self, stages: Any, weights: np.ndarray) -> None:
@@ -656,7 +660,7 @@ class Dataflow(Accumulator):
             assert self.delivery is not None and self.transform is not None
             for c in self.delivery[2][:MAX_FINDINGS_PER_KIND]:
                 src = expected_source(c, self.transform)
-                res.add(Finding(check="dataflow", kind="missing", stage=None, side="dst",
+                res.add(Finding(check="dataflow", kind="missing", stage=self.delivery_stage, side="dst",
                                 witness={"coordinate": c, "expected": src},
                                 message=f"{self.output}{c} is never written: no active write delivers "
                                         f"{self.input}{src} ({self.transform})"), 0)
@@ -712,7 +716,7 @@ def check_dataflow(stages: Sequence[Any], transform: Transform = None, *, input_
                 np.ones(copies[0][0].blocks.size, dtype=np.int64))
         outs = [s[1] for s in copies if s[1].memory == "global" and s[1].tensor == output_tensor]
         if transform and outs:
-            acc.deliver(*delivery(outs))
+            acc.deliver(*delivery(outs), stage=outs[-1].stage)
     return acc.result()
 
 

@@ -391,7 +391,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         for out_key in outputs:
             df = st.kernel["dataflow"]
             assert isinstance(df, Dataflow)
-            df.deliver(*reached[out_key])
+            df.deliver(*reached[out_key], stage=out_key[0])
     for acc in st.kernel.values():
         r = acc.result()
         r.totals = "tiling"
@@ -412,14 +412,15 @@ def _deliver(model: KernelModel, st: _State, grids: dict[tuple[int, str], GridEn
     """Tell the dataflow check which output elements the enumerated blocks reach (the union
     over the stages that write the output)."""
     df = st.kernel.get("dataflow")
-    outs = [grids[k] for k in sorted(_output_sides(model)) if k in grids]
-    if not isinstance(df, Dataflow) or not outs:
+    keys = [k for k in sorted(_output_sides(model)) if k in grids]
+    if not isinstance(df, Dataflow) or not keys:
         return
+    outs = [grids[k] for k in keys]
     if len(outs) == 1:
         g = outs[0]
-        df.deliver(g.counts().elements, g.counts().covered, g.missing(MAX_DATAFLOW_WITNESSES))
+        df.deliver(g.counts().elements, g.counts().covered, g.missing(MAX_DATAFLOW_WITNESSES), stage=keys[0][0])
         return
-    df.deliver(*union_reached(outs, MAX_DATAFLOW_WITNESSES))
+    df.deliver(*union_reached(outs, MAX_DATAFLOW_WITNESSES), stage=keys[-1][0])
 
 
 def _size_names(side: SideModel) -> dict[int, str]:
