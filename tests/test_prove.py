@@ -304,11 +304,13 @@ def test_prove_junit_and_sarif() -> None:
     cli = [sys.executable, "-m", "threadmap.cli", "prove", planted, "--format"]
     proc = subprocess.run([*cli, "junit"], capture_output=True, text=True)
     cases = {c.get("name"): [x.tag for x in c] for c in ET.fromstring(proc.stdout).iter("testcase")}
-    assert proc.returncode == 1 and cases["coverage"] == ["failure"] and cases["dataflow"] == ["system-out"]
+    assert proc.returncode == 1 and cases["coverage"] == ["failure"] and cases["aliasing"] == ["system-out"]
+    assert cases["dataflow"] == ["failure"]  # the never-delivered outputs (issue 16, item 3)
     proc = subprocess.run([*cli, "sarif"], capture_output=True, text=True)
     results = json.loads(proc.stdout)["runs"][0]["results"]
     got = {r["ruleId"]: r for r in results}
-    assert {"prove.coverage", "prove.predicates", "prove.grid"} <= set(got) and "prove.dataflow" not in got
+    assert {"prove.coverage", "prove.predicates", "prove.grid", "prove.dataflow"} <= set(got)
+    assert "prove.aliasing" not in got
     assert got["prove.coverage"]["level"] == "error" and got["prove.coverage"]["properties"]["sizes"]["N"] % 128 == 100
 
 
