@@ -263,6 +263,10 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
         "iterations": [int(v) for v in tm.iterations], "delta": [int(v) for v in tm.delta],
         "elements_per_access": int(tm.elements_per_access),
     }
+    untouched = tm.untouched()  # a tile part no thread reaches is a warning, in text and JSON
+    info["untouched"] = {"rows": list(untouched.rows), "columns": list(untouched.columns),
+                         "elements": len(untouched.elements)}
+    info["warnings"] = [untouched.message()] if untouched else []
     if thread is not None:
         info["thread"] = thread
         info["initial_offset"] = [int(v) for v in tm.initial_offset(thread)]
@@ -274,6 +278,8 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     con.print(info["map"], soft_wrap=True, markup=False)
     con.print(f"threads {info['threads']}  iterations (c,s) {tuple(info['iterations'])}  "
               f"delta (c,s) {tuple(info['delta'])}  elements/access {info['elements_per_access']}")
+    for warning in info["warnings"]:
+        con.print(f"warning: {warning}", markup=False, soft_wrap=True)
     if thread is None:
         return
     con.print(f"thread {thread}: initial offset (c,s) = {tuple(info['initial_offset'])}")

@@ -78,6 +78,7 @@ __all__ = [
     "TransposePitchLinearThreadMap",
     "TransposePitchLinearThreadMap2DThreadTile",
     "TransposePitchLinearThreadMapSimt",
+    "Untouched",
 ]
 
 HEADER = "cutlass/transform/pitch_linear_thread_map.h"
@@ -101,6 +102,51 @@ class PitchLinearShape(NamedTuple):
 
     def cxx(self) -> str:
         return f"cutlass::layout::PitchLinearShape<{self.contiguous}, {self.strided}>"
+
+
+def _ranges(values: tuple[int, ...]) -> str:
+    """``(0, 1, 2, 5)`` -> ``"0-2, 5"``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+class Untouched(NamedTuple):
+    """What :meth:`PitchLinearThreadMap.untouched` finds: the tile elements no access reaches."""
+
+    shape: PitchLinearShape
+    #: every untouched element as ``(contiguous, strided)``, strided-major order
+    elements: tuple[tuple[int, int], ...]
+    #: strided indices none of whose elements is touched
+    rows: tuple[int, ...]
+    #: contiguous indices none of whose elements is touched
+    columns: tuple[int, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.elements)
+
+    def message(self) -> str:
+        """One line for a warning, or ``""`` when the map touches its whole tile."""
+        if not self.elements:
+            return ""
+        where: list[str] = []
+        if self.rows:
+            where.append(f"rows (strided) {_ranges(self.rows)}")
+        if self.columns:
+            where.append(f"columns (contiguous) {_ranges(self.columns)}")
+        n_lines = len(self.rows) * self.shape.contiguous + len(self.columns) * self.shape.strided \
+            - len(self.rows) * len(self.columns)
+        rest = len(self.elements) - n_lines
+        if rest:
+            where.append(f"{rest} other element{'s' if rest != 1 else ''}")
+        return (f"{len(self.elements)} of {self.shape.count} elements of the "
+                f"{self.shape.contiguous}x{self.shape.strided} tile are never touched: " + "; ".join(where))
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +281,33 @@ class PitchLinearThreadMap(ABC):
 
     def __hash__(self) -> int:
         return hash(self.cxx_type)
+
+    # --- what the map leaves out ------------------------------------------------------------
+    def untouched(self) -> Untouched:
+        """The elements of the tile ``[0, shape.contiguous) x [0, shape.strided)`` that no
+        access of ``coordinates()`` reaches (accesses outside the tile are ignored).
+
+        A map like ``PitchLinearWarpRakedThreadMap<8x20, 128, 8x4, 1>`` (its strided
+        iteration count is floored) never reaches rows 16-19: a kernel using it leaves them
+        unread or unwritten, and nothing in C++ says so.  ``rows`` are the strided indices
+        and ``columns`` the contiguous indices of which no element is touched.
+        """
+        count = int(self.shape.contiguous) * int(self.shape.strided)
+        if count > MAX_COORDINATES:
+            raise ThreadMapError(f"{self.cxx_type}: a tile of {count} elements; threadmap checks the "
+                                 f"coverage of at most {MAX_COORDINATES}")
+        hit = np.zeros((self.shape.strided, self.shape.contiguous), dtype=bool)
+        co = self.coordinates().reshape(-1, 2)
+        inside = (co[:, 0] >= 0) & (co[:, 0] < self.shape.contiguous) & \
+            (co[:, 1] >= 0) & (co[:, 1] < self.shape.strided)
+        hit[co[inside, 1], co[inside, 0]] = True
+        s_idx, c_idx = np.nonzero(~hit)
+        return Untouched(
+            shape=self.shape,
+            elements=tuple(zip(c_idx.tolist(), s_idx.tolist(), strict=True)),
+            rows=tuple(np.nonzero(~hit.any(axis=1))[0].tolist()),
+            columns=tuple(np.nonzero(~hit.any(axis=0))[0].tolist()),
+        )
 
 
 # --------------------------------------------------------------------------------------------
