@@ -77,11 +77,13 @@ from threadmap.layout.backend import Sym
 from threadmap.layout.backend import select as select_value
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
+    colex_less,
     compatible,
     congruent,
     crd2crd,
     crd2idx,
     elem_less,
+    evenly_divides,
     flatten_to_tuple,
     idx2crd,
     inner_product,
@@ -118,7 +120,8 @@ from threadmap.layout.tensor import (
 
 __all__ = [*_layout_all, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
-           "inner_product", "shape_div", "shape_mod", "safe_div", "tuple_max", "unflatten",
+           "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",
+           "tuple_max", "unflatten",
            "replace", "compatible", "congruent", "weakly_congruent", "elem_less", "MAX_DEPTH",
            "Dyn", "as_dynamic", "as_static", "is_static", "exchange_sort_order", "coalesce_x", "tuple_str",
            "parse", "parse_int_tuple", "parse_layout", "parse_tiler", "layout_grid", "num_digits",

@@ -61,12 +61,10 @@ class Show:
 
 
 def _coord_arg(text: str) -> Any:
-    """A coordinate or index: non-negative integers (a negative one has no CuTe meaning: the
-    header's integer division would truncate where Python's floors)."""
-    v = parse_int_tuple(text)
-    if any(int(e) < 0 for e in L.flatten_to_tuple(v)):
-        raise ThreadmapError(f"a coordinate must be non-negative, got {text!r}")
-    return v
+    """A coordinate or index.  A negative one means what it means in CuTe: the header divides
+    with C++'s truncating ``/`` and ``%``, and so does threadmap's evaluation core
+    (:func:`threadmap.layout.backend.cxx_divmod`)."""
+    return parse_int_tuple(text)
 
 
 def _table(x: Any) -> list[Any]:

@@ -11,8 +11,12 @@ tuple nested deeper than :data:`MAX_DEPTH` (64) levels instead of exhausting Pyt
 recursion limit.
 
 The functions :func:`crd2idx` and :func:`idx2crd` are part of the single evaluation core:
-they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy arrays and
-:class:`threadmap.layout.backend.Sym` bit-vectors.
+they use only ``+ *`` and C++'s truncating ``/`` and ``%``
+(:func:`threadmap.layout.backend.cxx_divmod`) and therefore work unchanged on Python ints,
+numpy arrays, intervals and :class:`threadmap.layout.backend.Sym` bit-vectors.  A negative
+index or coordinate means what it means in CuTe's headers: ``(4,8):(1,4)`` at ``-5`` splits
+into ``(-5 % 4, -5 / 4) == (-1, -1)`` (C++ truncates), giving ``-5``, not Python's floored
+``(3, -2)``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.errors import LayoutError
+from threadmap.layout.backend import cxx_divmod
 from threadmap.layout.integral_constant import Dyn, is_constant
 
 IntTuple = Any  # int | tuple of IntTuples (strides may hold ScaledBasis)
@@ -317,14 +322,16 @@ shape_div = _checked("int", "int")(_shape_div)
 
 
 def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
-    """``shape_mod(a, b)`` (CuTe 3.x ``int_tuple.hpp``; not in the 4.x headers): the part of
-    ``a`` that ``b`` does not consume.  Integers: ``gcd(a, b)``; tuple/tuple elementwise;
-    tuple/int folds ``b`` across the modes from the left (``shape_mod(ai, rest)``, then
-    ``rest = shape_div(rest, ai)``); int/tuple uses ``product(b)``.
+    """``shape_mod(a, b)``: the part of ``a`` that ``b`` does not consume (CuTe 3.x
+    ``int_tuple.hpp``; the CUTLASS 4.x headers no longer have it).  Integers: ``gcd(a, b)``,
+    for every pair (``shape_mod(6, 4) == 2``; the header asserted no divisibility here);
+    tuple/tuple elementwise; tuple/int folds ``b`` across the modes from the left
+    (``shape_mod(ai, rest)``, then ``rest = shape_div(rest, ai)``, which keeps ``shape_div``'s
+    divisibility condition); int/tuple uses ``product(b)``.
 
-    Law: for integers ``shape_mod(a, b)`` divides both ``a`` and ``b``, and for
-    tuple/int ``product(shape_mod(a, b)) * product(shape_div(a, b)) == product(a)`` when
-    ``b`` divides ``product(a)`` along the fold.
+    Law: for integers ``shape_mod(a, b) == gcd(a, b)``, which divides both ``a`` and ``b``;
+    for tuple/int, mode ``i`` of the result is ``gcd(a_i, b / prod(a_<i))`` (the division as
+    ``shape_div`` takes it).
     """
     if isinstance(a, tuple):
         if isinstance(b, tuple):
@@ -341,13 +348,36 @@ def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
         return _shape_mod(a, _product(b))
     if not is_int(a) or not is_int(b):
         raise LayoutError(f"shape_mod: {a!r} and {b!r} must be integers")
-    if a % b if b else 0:
-        if b % a if a else 0:
-            raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
-    return gcd(int(a), int(b))
+    g = gcd(int(a), int(b))
+    return Dyn(g) if isinstance(a, Dyn) or isinstance(b, Dyn) else g
 
 
 shape_mod = _checked("int", "int")(_shape_mod)
+
+
+def _evenly_divides(a: IntTuple, b: IntTuple) -> bool:
+    """``evenly_divides(shape, tiler)`` (``cute/int_tuple.hpp``): whether the tiler's tiles
+    cover the shape without a partial tile.
+
+    A tuple tiler is taken mode by mode against the first modes of the shape (``False`` when
+    the tiler has more modes than the shape); an integer tiler ``b`` divides a mode ``a``
+    when ``size(a) == b * size(ceil_div(a, b))``, with ``ceil_div`` folding ``b`` across a
+    tuple mode from the left.
+
+    Law: for integers ``evenly_divides(a, b) == (a % b == 0)``; for a tuple tiler it is the
+    conjunction over its modes; and ``size(a) == b * size(ceil_div(a, b))`` for every shape
+    ``a`` and integer ``b`` with ``evenly_divides(a, b)``.
+    """
+    if isinstance(b, tuple):
+        if len(b) > rank(a):
+            return False
+        aw = wrap(a)
+        return all(_evenly_divides(aw[i], bi) for i, bi in enumerate(b))
+    _check_divisor(b, "evenly_divides")
+    return bool(_product(a) == b * _product(_ceil_div(a, b)))
+
+
+evenly_divides = _checked("int", "int")(_evenly_divides)
 
 
 def safe_div(a: Any, b: Any) -> Any:
@@ -521,6 +551,37 @@ def _elem_less(a: IntTuple, b: IntTuple) -> bool:
 elem_less = _checked("int", "int")(_elem_less)
 
 
+def _colex_less(a: IntTuple, b: IntTuple) -> bool:
+    """``colex_less(a, b)`` (``cute/int_tuple.hpp``): colexicographic order, the order of
+    coordinates in a column-major layout.  Two tuples compare their *last* modes first
+    (recursively), then the ones before; when one tuple runs out first, the shorter is less
+    unless ``b`` ran out (then ``False``).  Two integers compare with ``<``; an integer and a
+    tuple do not compare (the header does not compile that).
+
+    Law: for coordinates ``c1``, ``c2`` congruent to a shape ``s``,
+    ``colex_less(c1, c2) == (crd2idx(c1, s, compact_major_left(s)) <
+    crd2idx(c2, s, compact_major_left(s)))``; it is a strict order (irreflexive).
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        for i in range(len(b) + 1):
+            if i == len(b):
+                return False
+            if i == len(a):
+                return True
+            x, y = a[len(a) - 1 - i], b[len(b) - 1 - i]
+            if _colex_less(x, y):
+                return True
+            if not (x == y):
+                return False
+        return False  # unreachable: the loop returns at i == len(b)
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise LayoutError(f"colex_less: {a} and {b} are an integer and a tuple")
+    return bool(a < b)
+
+
+colex_less = _checked("int", "int")(_colex_less)
+
+
 # --------------------------------------------------------------------------- evaluation core
 def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
@@ -551,8 +612,8 @@ def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
                 p = _product(s)
                 if p == 0:
                     raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
-                acc = acc + _crd2idx(rest % p, s, d)
-                rest = rest // p
+                rest, mod = cxx_divmod(rest, p)  # C++'s divmod: a negative index truncates
+                acc = acc + _crd2idx(mod, s, d)
         return acc
     if isinstance(stride, tuple):
         raise LayoutError(f"stride {stride} does not match shape {shape}")
@@ -582,8 +643,8 @@ def _idx2crd(idx: Any, shape: IntTuple) -> Any:
             else:
                 if p == 0:
                     raise LayoutError(f"index {idx} into an extent-0 mode of {shape}")
-                out.append(_idx2crd(rest % p, s))
-                rest = rest // p
+                rest, mod = cxx_divmod(rest, p)
+                out.append(_idx2crd(mod, s))
         return tuple(out)
     return idx
 

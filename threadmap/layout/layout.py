@@ -31,6 +31,7 @@ import numpy as np
 
 from threadmap.errors import LayoutError
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
+from threadmap.layout.backend import cxx_divmod
 from threadmap.layout.dispatch import LayoutLike, call_method, dispatch
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
@@ -65,7 +66,7 @@ __all__ = [
     "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
     "tiled_product", "flat_product", "blocked_product", "raked_product", "hier_unzip",
     "zip_layouts", "tile_unzip", "slice_", "dice", "slice_and_offset", "max_common_layout",
-    "max_common_vector", "nullspace", "upcast", "downcast", "recast_layout", "tile_to_shape",
+    "max_common_vector", "domain_distribute", "nullspace", "upcast", "downcast", "recast_layout", "tile_to_shape",
     "make_layout_like", "make_fragment_like", "Underscore", "_",
 ]
 
@@ -305,7 +306,7 @@ def _idx2crd_strided_rec(idx: Any, shp: Any, std: Any) -> Any:
         raise LayoutError("idx2crd through a basis stride is not supported")
     if std == 0:
         raise LayoutError("idx2crd through a stride-0 mode of size > 1 is undefined")
-    return (idx // std) % shp
+    return cxx_divmod(cxx_divmod(idx, std)[0], shp)[1]  # C++: (idx / stride) % shape
 
 
 def _colex_index(c: Any, s: Any) -> Any:
@@ -1103,6 +1104,34 @@ def max_common_vector(a: Any, b: Any) -> Any:
     common = coalesce(composition(a, right_inverse(b)))
     s0, d0 = _first_mode(common)
     return s0 if is_static(s0) and is_constant(1, d0) else 1
+
+
+def domain_distribute(a: Any, b: Any) -> Layout:
+    """``domain_distribute(a, b)`` (``cute/layout.hpp``): a layout that picks up to ``b``
+    elements of the domain of shape ``a`` (a shape or a layout), taking from each flattened
+    mode of ``a`` in turn as many as it can: mode ``i`` contributes ``gcd(a_i, rest)`` with
+    ``rest`` what ``b`` still needs.  Strides are ``a``'s column-major strides; the result is
+    coalesced.  ``b`` is an integer; ``a`` and ``b`` must be static in the header.
+
+    ``domain_distribute((15,14), 6) == (3,2):(1,15)``: 6 does not divide 15, so three come
+    from mode 0 and two from mode 1 (the header's example).
+
+    Law (the header's postconditions): ``size(result)`` divides ``b``; ``result`` is strictly
+    increasing on ``[0, size(result))`` and stays inside ``[0, size(a))``; and
+    ``composition(make_layout(shape(a)), result)`` is defined.
+    """
+    if not is_int(b) or isinstance(b, bool):
+        raise LayoutError(f"domain_distribute: the count must be an integer, got {b!r}")
+    if b <= 0:
+        raise LayoutError(f"domain_distribute: the count must be positive, got {b}")
+    flat = flatten_to_tuple(shape(a))
+    rest = int(b)
+    picked: list[int] = []
+    for ai in flat:
+        g = gcd(int(ai), rest)
+        picked.append(g)
+        rest //= g
+    return coalesce(Layout(tuple(picked), compact_major_left(tuple(flat))))
 
 
 @dispatch()
