@@ -46,7 +46,7 @@ Conventions:
     (``PredicatedTileAccessIterator2dThreadTile``: ``iteration_coord(c * Delta::kContiguous,
     ts + s * Delta::kStrided)``, loops ``s``, ``c``, ``ts`` outermost to innermost).
 
-Validation: a constructor raises :class:`~threadmap.errors.ThreadMapError` for non-positive
+Validation: a constructor raises :class:`~threadmap.errors.ThreadmapError` for non-positive
 parameters and for exactly the configurations the C++ compiler rejects: the header's
 ``static_assert``s (each check cites its header line) and the few constant expressions that
 divide by zero or name a member that does not exist (noted where they occur).  Configurations
@@ -62,7 +62,7 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from threadmap.errors import ThreadMapError
+from threadmap.errors import ThreadmapError
 
 __all__ = [
     "THREAD_MAPS",
@@ -156,10 +156,10 @@ class Untouched(NamedTuple):
 
 def _positive_int(owner: str, name: str, value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ThreadMapError(f"{owner}: {name} must be an integer, got {value!r}")
+        raise ThreadmapError(f"{owner}: {name} must be an integer, got {value!r}")
     v = int(value)
     if v <= 0:
-        raise ThreadMapError(f"{owner}: {name} must be positive, got {v}")
+        raise ThreadmapError(f"{owner}: {name} must be positive, got {v}")
     return v
 
 
@@ -167,7 +167,7 @@ def _shape(owner: str, name: str, value: Any) -> PitchLinearShape:
     try:
         c, s = value
     except (TypeError, ValueError):
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {name} must be a (contiguous, strided) pair, got {value!r}"
         ) from None
     return PitchLinearShape(
@@ -179,7 +179,7 @@ def _require(cond: bool, owner: str, message: str, line: int | None) -> None:
     """Raise unless ``cond``; ``line`` is the header line of the mirrored ``static_assert``."""
     if not cond:
         where = f" [static_assert, {HEADER}:{line}]" if line is not None else ""
-        raise ThreadMapError(f"{owner}: {message}{where}")
+        raise ThreadmapError(f"{owner}: {message}{where}")
 
 
 def _const_like(tid: Any, value: int) -> Any:
@@ -213,7 +213,7 @@ class PitchLinearThreadMap(ABC):
 
     def __new__(cls, *args: Any, **kw: Any) -> Any:
         if getattr(cls, "__abstractmethods__", None):
-            raise ThreadMapError(f"{cls.__name__} is the abstract interface of the thread maps; "
+            raise ThreadmapError(f"{cls.__name__} is the abstract interface of the thread maps; "
                                  f"use one of {', '.join(THREAD_MAPS)}")
         return super().__new__(cls)
     thread_access_shape: PitchLinearShape
@@ -250,7 +250,7 @@ class PitchLinearThreadMap(ABC):
             self.thread_access_shape.contiguous * self.thread_access_shape.strided
         n = int(self.threads) * int(self.iterations.strided) * int(self.iterations.contiguous) * int(per)
         if n > MAX_COORDINATES or per > MAX_COORDINATES:
-            raise ThreadMapError(f"{self.cxx_type} accesses {n} elements over its threads, {per} per access; "
+            raise ThreadmapError(f"{self.cxx_type} accesses {n} elements over its threads, {per} per access; "
                                  f"threadmap lists at most {MAX_COORDINATES}")
         off = self.access_offsets()  # (T, S, C, 2)
         if not self.has_access_shape_axis:
@@ -294,7 +294,7 @@ class PitchLinearThreadMap(ABC):
         """
         count = int(self.shape.contiguous) * int(self.shape.strided)
         if count > MAX_COORDINATES:
-            raise ThreadMapError(f"{self.cxx_type}: a tile of {count} elements; threadmap checks the "
+            raise ThreadmapError(f"{self.cxx_type}: a tile of {count} elements; threadmap checks the "
                                  f"coverage of at most {MAX_COORDINATES}")
         hit = np.zeros((self.shape.strided, self.shape.contiguous), dtype=bool)
         co = self.coordinates().reshape(-1, 2)
@@ -647,8 +647,8 @@ class PitchLinearStridedWarpRakedThreadMap(_WarpMap):
             self.base_thread_map = PitchLinearWarpRakedThreadMap(
                 shape, threads, warp_thread_arrangement, elements_per_access
             )
-        except ThreadMapError as exc:
-            raise ThreadMapError(f"{n}: its BaseThreadMap is rejected: {exc}") from None
+        except ThreadmapError as exc:
+            raise ThreadmapError(f"{n}: its BaseThreadMap is rejected: {exc}") from None
         self._common(shape, threads, warp_thread_arrangement, elements_per_access)
         base = self.base_thread_map
         self.shape_in_accesses = base.shape_in_accesses
@@ -835,14 +835,14 @@ class PitchLinear2DThreadTileStripminedThreadMap(PitchLinearThreadMap):
 
 def _check_wrapped(owner: str, thread_map: Any, *, warp_detail: bool = False) -> PitchLinearThreadMap:
     if not isinstance(thread_map, PitchLinearThreadMap):
-        raise ThreadMapError(f"{owner}: thread_map must be a thread map object, got {thread_map!r}")
+        raise ThreadmapError(f"{owner}: thread_map must be a thread map object, got {thread_map!r}")
     if not thread_map.has_shape_member:
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {type(thread_map).__name__} has no Shape / ThreadAccessShape member "
             f"typedefs, which the transpose reads (compile error)"
         )
     if warp_detail and not thread_map.has_warp_detail:
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {type(thread_map).__name__} has no Detail::kWarpsStrided / "
             f"Detail::kWarpsContiguous, which the transpose reads (compile error); use a "
             f"warp-raked, strided-warp-raked or warp-striped map"

@@ -28,7 +28,8 @@ Import order matters only in one direction: no module imports a later one, and
 """
 
 
-from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
+from threadmap.layout import layout
+from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like, tuple_str
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,
     ThrCopy,
@@ -99,8 +100,7 @@ from threadmap.layout.int_tuple import (
 )
 from threadmap.layout.integral_constant import Dyn, as_dynamic, as_static, is_static
 from threadmap.layout.layout import *  # noqa: F401,F403
-from threadmap.layout.layout import __all__ as _layout_all
-from threadmap.layout.layout import coalesce_x, exchange_sort_order, tuple_str
+from threadmap.layout.layout import coalesce_x, exchange_sort_order
 from threadmap.layout.layout_composed import ComposedLayout, composition3, make_composed_layout
 from threadmap.layout.parse import parse, parse_int_tuple, parse_layout, parse_tiler
 from threadmap.layout.pointer_flagged import SmemPtrFlag
@@ -118,7 +118,7 @@ from threadmap.layout.tensor import (
     outer_partition,
 )
 
-__all__ = [*_layout_all, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
+__all__ = [*layout.__all__, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
            "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",
            "tuple_max", "unflatten",

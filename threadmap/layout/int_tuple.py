@@ -29,25 +29,18 @@ from typing import Any
 import numpy as np
 
 from threadmap.errors import LayoutError
-from threadmap.layout.backend import cxx_divmod
+from threadmap.layout.arithmetic_tuple import ScaledBasis
+from threadmap.layout.backend import Interval, Sym, cxx_divmod
 from threadmap.layout.integral_constant import Dyn, is_constant
+from threadmap.layout.nesting import MAX_DEPTH, IntTuple, check_depth
 
-IntTuple = Any  # int | tuple of IntTuples (strides may hold ScaledBasis)
-
-#: deepest nesting any int tuple / layout may have
-MAX_DEPTH = 64
-
-
-def check_depth(t: Any, what: str = "int tuple") -> None:
-    """Raise LayoutError when ``t`` nests deeper than :data:`MAX_DEPTH` (iterative walk)."""
-    if not isinstance(t, tuple):
-        return
-    stack: list[tuple[Any, int]] = [(t, 1)]
-    while stack:
-        x, d = stack.pop()
-        if d > MAX_DEPTH:
-            raise LayoutError(f"{what} nested deeper than {MAX_DEPTH} levels")
-        stack.extend((y, d + 1) for y in x if isinstance(y, tuple))
+__all__ = ["IntTuple", "MAX_DEPTH", "check_depth", "leaf_ok", "check_int_tuple", "is_tuple",
+    "is_int", "is_integral", "rank", "depth", "flatten_to_tuple", "flatten", "product",
+    "product_each", "sum_", "unwrap", "wrap", "transform_leaf", "congruent_unchecked", "congruent",
+    "weakly_congruent", "compatible", "repeat_like", "ceil_div", "shape_div", "shape_mod",
+    "evenly_divides", "safe_div", "tuple_max", "inner_product", "unflatten", "replace",
+    "prefix_product", "compact_major_left", "compact_major_right", "elem_scale", "elem_less",
+    "colex_less", "crd2idx_unchecked", "crd2idx", "idx2crd", "crd2crd"]
 
 
 def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,16 +54,14 @@ def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
     return g
 
 
-def _leaf_ok(x: Any, kind: str) -> bool:
+def leaf_ok(x: Any, kind: str) -> bool:
     if isinstance(x, bool):
         return False
     if isinstance(x, (int, np.integer)):
         return kind == "crd" or bool(-(1 << 63) <= x < 1 << 63)  # CuTe's ints are 64-bit
     if kind == "stride":
-        from threadmap.layout.arithmetic_tuple import ScaledBasis
         return isinstance(x, ScaledBasis)
     if kind == "crd":
-        from threadmap.layout.backend import Interval, Sym
         return isinstance(x, (Sym, Interval)) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
     return False
 
@@ -101,7 +92,7 @@ def check_int_tuple(t: Any, kind: str = "int", what: str = "int tuple") -> None:
             check_depth(t, what)
         return
     for x in flatten_to_tuple(t):
-        if not _leaf_ok(x, kind):
+        if not leaf_ok(x, kind):
             raise LayoutError(f"{what}: {x!r} is not {_KIND_NAMES[kind]}")
 
 
@@ -219,14 +210,14 @@ def _transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
 transform_leaf = _bounded(_transform_leaf)
 
 
-def _congruent(a: Any, b: Any) -> bool:
+def congruent_unchecked(a: Any, b: Any) -> bool:
     """Same tree structure (profile)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(congruent_unchecked(x, y) for x, y in zip(a, b))
     return not isinstance(a, tuple) and not isinstance(b, tuple)
 
 
-congruent = _bounded(_congruent)
+congruent = _bounded(congruent_unchecked)
 
 
 def _weakly_congruent(a: Any, b: Any) -> bool:
@@ -583,7 +574,7 @@ colex_less = _checked("int", "int")(_colex_less)
 
 
 # --------------------------------------------------------------------------- evaluation core
-def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
+def crd2idx_unchecked(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
 
     An integral ``crd`` into a tuple shape is split colexicographically: ``crd % prod(s0)``
@@ -596,7 +587,7 @@ def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
             raise LayoutError(f"coordinate {crd} does not match shape {shape}")
         acc: Any = 0
         for c, s, d in zip(crd, shape, stride):
-            acc = acc + _crd2idx(c, s, d)
+            acc = acc + crd2idx_unchecked(c, s, d)
         return acc
     if isinstance(shape, tuple):
         if not isinstance(stride, tuple) or len(stride) != len(shape):
@@ -607,20 +598,20 @@ def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
         rest = crd
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == len(shape) - 1:
-                acc = acc + _crd2idx(rest, s, d)
+                acc = acc + crd2idx_unchecked(rest, s, d)
             else:
                 p = _product(s)
                 if p == 0:
                     raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
                 rest, mod = cxx_divmod(rest, p)  # C++'s divmod: a negative index truncates
-                acc = acc + _crd2idx(mod, s, d)
+                acc = acc + crd2idx_unchecked(mod, s, d)
         return acc
     if isinstance(stride, tuple):
         raise LayoutError(f"stride {stride} does not match shape {shape}")
     return stride * crd
 
 
-crd2idx = _checked("crd", "int", "stride")(_crd2idx)
+crd2idx = _checked("crd", "int", "stride")(crd2idx_unchecked)
 
 
 def _idx2crd(idx: Any, shape: IntTuple) -> Any:
