@@ -36,7 +36,7 @@ from threadmap.layout.nesting import MAX_DEPTH, IntTuple, check_depth
 
 __all__ = ["IntTuple", "MAX_DEPTH", "check_depth", "leaf_ok", "check_int_tuple", "is_tuple",
     "is_int", "is_integral", "rank", "depth", "flatten_to_tuple", "flatten", "product",
-    "product_each", "sum_", "unwrap", "wrap", "transform_leaf", "congruent_unchecked", "congruent",
+    "product_each", "size", "sum_", "unwrap", "wrap", "transform_leaf", "congruent_unchecked", "congruent",
     "weakly_congruent", "compatible", "repeat_like", "ceil_div", "shape_div", "shape_mod",
     "evenly_divides", "safe_div", "tuple_max", "inner_product", "unflatten", "replace",
     "prefix_product", "compact_major_left", "compact_major_right", "elem_scale", "elem_less",
