@@ -50,8 +50,6 @@ def test_show_draws_the_grid() -> None:
     (["layout", "(4,8):(1,(2,3))"], "not congruent"),
     (["layout", "(4,8):(8,1)", "frobnicate"], "unknown operation"),
     (["layout", "(4,8):(8,1)", "logical_divide"], "needs an argument"),
-    (["layout", "(4,8):(8,1)", "eval", "-1"], "must be non-negative"),
-    (["layout", "(4,8):(8,1)", "eval", "(1,-2)"], "must be non-negative"),
     (["layout", "Sw<3,4,2> o (8,8):(8,1)"], "SShift"),
     (["layout", "(2,2,2):(1,2,4)", "show"], "rank-2"),
     (["threadmap", "PitchLinearStripminedThreadMap", "64x64", "128", "5"], "ElementsPerAccess"),

@@ -10,7 +10,7 @@ Two programs, each one translation unit compiled once (and cached):
 2. acceptance: a fixed-seed batch of raw parameter sets, valid and invalid mixed; each is
    probed on its own source line.  EDG reports every failing instantiation with the line it
    was instantiated from, so the set of lines with errors must be exactly the set Python
-   rejects with ``ThreadMapError``.
+   rejects with ``ThreadmapError``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from threadmap.cutlass import (
     TransposePitchLinearThreadMap2DThreadTile,
     TransposePitchLinearThreadMapSimt,
 )
-from threadmap.errors import ThreadMapError
+from threadmap.errors import ThreadmapError
 
 SEED = 20240611
 PER_KIND = 18  # valid configurations per map kind in the values program
@@ -161,7 +161,7 @@ def _valid_base(r: random.Random, kinds: list[type], tries: int = 10_000) -> Pit
             if k is PitchLinear2DThreadTileStripminedThreadMap:
                 return k(**_tile2d_params(r))
             return k(**_vector_params(r, warp=k in WARP_KINDS))
-        except ThreadMapError:
+        except ThreadmapError:
             continue
     raise AssertionError("no valid configuration found")
 
@@ -234,7 +234,7 @@ def valid_configs() -> list[PitchLinearThreadMap]:
                 break
             try:
                 m = raw_attempt(r, kind)[0]()
-            except ThreadMapError:
+            except ThreadmapError:
                 continue
             if m.cxx_type in seen or m.threads > 1024:
                 continue
@@ -431,7 +431,7 @@ def acceptance_cases() -> list[tuple[str, PitchLinearThreadMap | None, str, str]
     for kind, thunk, cxx in attempts:
         try:
             m = thunk()
-        except ThreadMapError as exc:
+        except ThreadmapError as exc:
             cases.append((kind, None, cxx, str(exc)))
         else:
             assert m.cxx_type == cxx

@@ -31,7 +31,7 @@ from threadmap.cutlass import (
     TransposePitchLinearThreadMap2DThreadTile,
     TransposePitchLinearThreadMapSimt,
 )
-from threadmap.errors import ThreadMapError
+from threadmap.errors import ThreadmapError
 from threadmap.layout.backend import Sym
 
 # --------------------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def warp_maps(draw: st.DrawFn) -> PitchLinearThreadMap:
     shape = (epa * wta[0] * draw(st.integers(1, 8)), wta[1] * draw(st.integers(1, 8)))
     try:
         return cls(shape, warps * wta[0] * wta[1], wta, epa)
-    except ThreadMapError:
+    except ThreadmapError:
         assume(False)
         raise
 
@@ -349,7 +349,7 @@ def test_2d_thread_tile_exact_cover(c: int, s: int, threads: int) -> None:
     or there is a single row of thread tiles (see the next test for the other case)."""
     try:
         m = PitchLinear2DThreadTileStripminedThreadMap((c, s), threads)
-    except ThreadMapError:
+    except ThreadmapError:
         assume(False)
         return
     assume(threads >= m.shape_vec.contiguous or m.shape_vec.strided == 1)
@@ -447,7 +447,7 @@ def test_simt_transpose_swaps_coordinates(svc: int, rows: int, strided: int) -> 
     ],
 )
 def test_errors(make: Any, pattern: str) -> None:
-    with pytest.raises(ThreadMapError, match=pattern) as info:
+    with pytest.raises(ThreadmapError, match=pattern) as info:
         make()
     assert isinstance(info.value, ValueError)
     assert type(info.value).__name__ in str(info.value) or re.match(r"\w+: ", str(info.value))

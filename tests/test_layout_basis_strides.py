@@ -13,7 +13,7 @@ import pytest
 
 import threadmap.layout as tl
 from tests.cxx_oracle import rejected_by_header, run_print_batch
-from tests.test_layout_composed_dispatch import _must_be_layout, _out
+from tests.test_layout_composed_dispatch import cute_text, must_be_layout
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.cxx import cxx_obj, cxx_tuple
 from threadmap.layout import ArithTuple, Dyn, Layout, ScaledBasis, _
@@ -104,11 +104,11 @@ def _str(x: Any) -> str:
     if isinstance(x, ArithTuple):
         return x.to_str(static=True)
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], Layout):
-        return f"{_out(x[0])}\t{_str(x[1])}"
+        return f"{cute_text(x[0])}\t{_str(x[1])}"
     if isinstance(x, ScaledBasis) or (isinstance(x, tuple) and any(
             isinstance(v, ScaledBasis) for v in tl.flatten_to_tuple(x))):
         return tl.tuple_str(x, static=True)
-    return _out(x)
+    return cute_text(x)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def oracle() -> dict[str, Any]:
                 acc[cid] = cxx
             except ThreadmapError as e:
                 ours[cid] = ("rejected", e)
-                rej[cid] = _must_be_layout(cxx) if "print(r)" in cxx else cxx
+                rej[cid] = must_be_layout(cxx) if "print(r)" in cxx else cxx
     return {"ours": ours, "out": run_print_batch(acc), "rejected": rejected_by_header(rej),
             "n_acc": len(acc)}
 

@@ -201,13 +201,13 @@ def _result(f: Callable[[], Any]) -> tuple[str, Any]:
         return "rejected", e
 
 
-def _out(x: Any) -> str:
+def cute_text(x: Any) -> str:
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (Layout, ComposedLayout)):
         return f"{out_str(x[0])}\t{out_str(x[1])}"
     return out_str(x)
 
 
-def _must_be_layout(stmt: str) -> str:
+def must_be_layout(stmt: str) -> str:
     """A rejected case compiles only if CuTe has a *layout* overload: C++ resolves e.g.
     ``select<1,0>(composed)`` or ``prepend(composed, x)`` through the generic tuple
     algorithms (a ``cute::tuple`` of sublayouts), which threadmap rejects; so the statement
@@ -230,7 +230,7 @@ def oracle() -> dict[str, Any]:
             if ours[cid][0] == "ok":
                 accepted[cid] = sp.cxx
             else:
-                rejected[cid] = _must_be_layout(sp.cxx)
+                rejected[cid] = must_be_layout(sp.cxx)
     return {"ours": ours, "out": run_print_batch(accepted), "rejected": rejected_by_header(rejected),
             "n_rejected": len(rejected), "n_accepted": len(accepted)}
 
@@ -253,11 +253,11 @@ def test_free_function_on_composed_layouts(fname: str, oracle: dict[str, Any]) -
             if sp.has_method:
                 assert sp.method is not None, f"{fname} on {cl}: no ComposedLayout method"
                 m = sp.method()
-                if _out(m) != _out(val):
-                    bad.append(f"{iname}: free {_out(val)} != method {_out(m)}")
+                if cute_text(m) != cute_text(val):
+                    bad.append(f"{iname}: free {cute_text(val)} != method {cute_text(m)}")
             got = oracle["out"].get(cid)
-            if got != _out(val):
-                bad.append(f"{iname}: C++ {got!r} != threadmap {_out(val)!r}")
+            if got != cute_text(val):
+                bad.append(f"{iname}: C++ {got!r} != threadmap {cute_text(val)!r}")
         else:
             if sp.method is not None:
                 try:
@@ -300,12 +300,12 @@ def test_free_functions_on_a_swizzle() -> None:
     raise LayoutError and do not compile against the header."""
     ours = {k: _result(f) for k, (f, _c) in SWIZZLE_CASES.items()}
     acc = {f"s_{k}": c for k, (_f, c) in SWIZZLE_CASES.items() if ours[k][0] == "ok"}
-    rej = {f"s_{k}": _must_be_layout(c) for k, (_f, c) in SWIZZLE_CASES.items()
+    rej = {f"s_{k}": must_be_layout(c) for k, (_f, c) in SWIZZLE_CASES.items()
            if ours[k][0] != "ok"}
     assert len(acc) >= 8 and len(rej) >= 4, (sorted(acc), sorted(rej))
     out = run_print_batch(acc)
-    bad = [f"{k}: C++ {out.get(f's_{k}')!r} != threadmap {_out(v)!r}" for k, (st, v) in ours.items()
-           if st == "ok" and out.get(f"s_{k}") != _out(v)]
+    bad = [f"{k}: C++ {out.get(f's_{k}')!r} != threadmap {cute_text(v)!r}" for k, (st, v) in ours.items()
+           if st == "ok" and out.get(f"s_{k}") != cute_text(v)]
     missing = set(rej) - rejected_by_header(rej)
     bad += [f"{k}: threadmap rejects, the header compiles" for k in sorted(missing)]
     assert not bad, "\n".join(bad)

@@ -19,10 +19,6 @@ class SwizzleError(ThreadmapError):
     """Swizzle parameters are invalid."""
 
 
-class ThreadMapError(ThreadmapError):
-    """CUTLASS thread-map parameters are rejected (what the header's static_asserts reject)."""
-
-
 class AtomError(ThreadmapError):
     """A copy/MMA atom or tiled copy/MMA is misconfigured."""
 

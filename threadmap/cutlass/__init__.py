@@ -1,6 +1,6 @@
 """CUTLASS 2.x thread maps, with the names of the C++ headers."""
 
-from threadmap.cutlass import pitch_linear_thread_map as _pl
+from threadmap.cutlass import pitch_linear_thread_map
 from threadmap.cutlass.pitch_linear_thread_map import *  # noqa: F403  (the header's names, listed there)
 
-__all__ = list(_pl.__all__)
+__all__ = list(pitch_linear_thread_map.__all__)

@@ -46,7 +46,7 @@ Conventions:
     (``PredicatedTileAccessIterator2dThreadTile``: ``iteration_coord(c * Delta::kContiguous,
     ts + s * Delta::kStrided)``, loops ``s``, ``c``, ``ts`` outermost to innermost).
 
-Validation: a constructor raises :class:`~threadmap.errors.ThreadMapError` for non-positive
+Validation: a constructor raises :class:`~threadmap.errors.ThreadmapError` for non-positive
 parameters and for exactly the configurations the C++ compiler rejects: the header's
 ``static_assert``s (each check cites its header line) and the few constant expressions that
 divide by zero or name a member that does not exist (noted where they occur).  Configurations
@@ -62,7 +62,7 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from threadmap.errors import ThreadMapError
+from threadmap.errors import ThreadmapError
 
 __all__ = [
     "THREAD_MAPS",
@@ -78,6 +78,7 @@ __all__ = [
     "TransposePitchLinearThreadMap",
     "TransposePitchLinearThreadMap2DThreadTile",
     "TransposePitchLinearThreadMapSimt",
+    "Untouched",
 ]
 
 HEADER = "cutlass/transform/pitch_linear_thread_map.h"
@@ -103,6 +104,51 @@ class PitchLinearShape(NamedTuple):
         return f"cutlass::layout::PitchLinearShape<{self.contiguous}, {self.strided}>"
 
 
+def _ranges(values: tuple[int, ...]) -> str:
+    """``(0, 1, 2, 5)`` -> ``"0-2, 5"``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+class Untouched(NamedTuple):
+    """What :meth:`PitchLinearThreadMap.untouched` finds: the tile elements no access reaches."""
+
+    shape: PitchLinearShape
+    #: every untouched element as ``(contiguous, strided)``, strided-major order
+    elements: tuple[tuple[int, int], ...]
+    #: strided indices none of whose elements is touched
+    rows: tuple[int, ...]
+    #: contiguous indices none of whose elements is touched
+    columns: tuple[int, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.elements)
+
+    def message(self) -> str:
+        """One line for a warning, or ``""`` when the map touches its whole tile."""
+        if not self.elements:
+            return ""
+        where: list[str] = []
+        if self.rows:
+            where.append(f"rows (strided) {_ranges(self.rows)}")
+        if self.columns:
+            where.append(f"columns (contiguous) {_ranges(self.columns)}")
+        n_lines = len(self.rows) * self.shape.contiguous + len(self.columns) * self.shape.strided \
+            - len(self.rows) * len(self.columns)
+        rest = len(self.elements) - n_lines
+        if rest:
+            where.append(f"{rest} other element{'s' if rest != 1 else ''}")
+        return (f"{len(self.elements)} of {self.shape.count} elements of the "
+                f"{self.shape.contiguous}x{self.shape.strided} tile are never touched: " + "; ".join(where))
+
+
 # --------------------------------------------------------------------------------------------
 # parameter checking helpers
 # --------------------------------------------------------------------------------------------
@@ -110,10 +156,10 @@ class PitchLinearShape(NamedTuple):
 
 def _positive_int(owner: str, name: str, value: Any) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ThreadMapError(f"{owner}: {name} must be an integer, got {value!r}")
+        raise ThreadmapError(f"{owner}: {name} must be an integer, got {value!r}")
     v = int(value)
     if v <= 0:
-        raise ThreadMapError(f"{owner}: {name} must be positive, got {v}")
+        raise ThreadmapError(f"{owner}: {name} must be positive, got {v}")
     return v
 
 
@@ -121,7 +167,7 @@ def _shape(owner: str, name: str, value: Any) -> PitchLinearShape:
     try:
         c, s = value
     except (TypeError, ValueError):
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {name} must be a (contiguous, strided) pair, got {value!r}"
         ) from None
     return PitchLinearShape(
@@ -133,7 +179,7 @@ def _require(cond: bool, owner: str, message: str, line: int | None) -> None:
     """Raise unless ``cond``; ``line`` is the header line of the mirrored ``static_assert``."""
     if not cond:
         where = f" [static_assert, {HEADER}:{line}]" if line is not None else ""
-        raise ThreadMapError(f"{owner}: {message}{where}")
+        raise ThreadmapError(f"{owner}: {message}{where}")
 
 
 def _const_like(tid: Any, value: int) -> Any:
@@ -167,7 +213,7 @@ class PitchLinearThreadMap(ABC):
 
     def __new__(cls, *args: Any, **kw: Any) -> Any:
         if getattr(cls, "__abstractmethods__", None):
-            raise ThreadMapError(f"{cls.__name__} is the abstract interface of the thread maps; "
+            raise ThreadmapError(f"{cls.__name__} is the abstract interface of the thread maps; "
                                  f"use one of {', '.join(THREAD_MAPS)}")
         return super().__new__(cls)
     thread_access_shape: PitchLinearShape
@@ -204,7 +250,7 @@ class PitchLinearThreadMap(ABC):
             self.thread_access_shape.contiguous * self.thread_access_shape.strided
         n = int(self.threads) * int(self.iterations.strided) * int(self.iterations.contiguous) * int(per)
         if n > MAX_COORDINATES or per > MAX_COORDINATES:
-            raise ThreadMapError(f"{self.cxx_type} accesses {n} elements over its threads, {per} per access; "
+            raise ThreadmapError(f"{self.cxx_type} accesses {n} elements over its threads, {per} per access; "
                                  f"threadmap lists at most {MAX_COORDINATES}")
         off = self.access_offsets()  # (T, S, C, 2)
         if not self.has_access_shape_axis:
@@ -235,6 +281,33 @@ class PitchLinearThreadMap(ABC):
 
     def __hash__(self) -> int:
         return hash(self.cxx_type)
+
+    # --- what the map leaves out ------------------------------------------------------------
+    def untouched(self) -> Untouched:
+        """The elements of the tile ``[0, shape.contiguous) x [0, shape.strided)`` that no
+        access of ``coordinates()`` reaches (accesses outside the tile are ignored).
+
+        A map like ``PitchLinearWarpRakedThreadMap<8x20, 128, 8x4, 1>`` (its strided
+        iteration count is floored) never reaches rows 16-19: a kernel using it leaves them
+        unread or unwritten, and nothing in C++ says so.  ``rows`` are the strided indices
+        and ``columns`` the contiguous indices of which no element is touched.
+        """
+        count = int(self.shape.contiguous) * int(self.shape.strided)
+        if count > MAX_COORDINATES:
+            raise ThreadmapError(f"{self.cxx_type}: a tile of {count} elements; threadmap checks the "
+                                 f"coverage of at most {MAX_COORDINATES}")
+        hit = np.zeros((self.shape.strided, self.shape.contiguous), dtype=bool)
+        co = self.coordinates().reshape(-1, 2)
+        inside = (co[:, 0] >= 0) & (co[:, 0] < self.shape.contiguous) & \
+            (co[:, 1] >= 0) & (co[:, 1] < self.shape.strided)
+        hit[co[inside, 1], co[inside, 0]] = True
+        s_idx, c_idx = np.nonzero(~hit)
+        return Untouched(
+            shape=self.shape,
+            elements=tuple(zip(c_idx.tolist(), s_idx.tolist(), strict=True)),
+            rows=tuple(np.nonzero(~hit.any(axis=1))[0].tolist()),
+            columns=tuple(np.nonzero(~hit.any(axis=0))[0].tolist()),
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,8 +647,8 @@ class PitchLinearStridedWarpRakedThreadMap(_WarpMap):
             self.base_thread_map = PitchLinearWarpRakedThreadMap(
                 shape, threads, warp_thread_arrangement, elements_per_access
             )
-        except ThreadMapError as exc:
-            raise ThreadMapError(f"{n}: its BaseThreadMap is rejected: {exc}") from None
+        except ThreadmapError as exc:
+            raise ThreadmapError(f"{n}: its BaseThreadMap is rejected: {exc}") from None
         self._common(shape, threads, warp_thread_arrangement, elements_per_access)
         base = self.base_thread_map
         self.shape_in_accesses = base.shape_in_accesses
@@ -762,14 +835,14 @@ class PitchLinear2DThreadTileStripminedThreadMap(PitchLinearThreadMap):
 
 def _check_wrapped(owner: str, thread_map: Any, *, warp_detail: bool = False) -> PitchLinearThreadMap:
     if not isinstance(thread_map, PitchLinearThreadMap):
-        raise ThreadMapError(f"{owner}: thread_map must be a thread map object, got {thread_map!r}")
+        raise ThreadmapError(f"{owner}: thread_map must be a thread map object, got {thread_map!r}")
     if not thread_map.has_shape_member:
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {type(thread_map).__name__} has no Shape / ThreadAccessShape member "
             f"typedefs, which the transpose reads (compile error)"
         )
     if warp_detail and not thread_map.has_warp_detail:
-        raise ThreadMapError(
+        raise ThreadmapError(
             f"{owner}: {type(thread_map).__name__} has no Detail::kWarpsStrided / "
             f"Detail::kWarpsContiguous, which the transpose reads (compile error); use a "
             f"warp-raked, strided-warp-raked or warp-striped map"

@@ -28,7 +28,8 @@ Import order matters only in one direction: no module imports a later one, and
 """
 
 
-from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
+from threadmap.layout import layout
+from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like, tuple_str
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,
     ThrCopy,
@@ -77,11 +78,13 @@ from threadmap.layout.backend import Sym
 from threadmap.layout.backend import select as select_value
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
+    colex_less,
     compatible,
     congruent,
     crd2crd,
     crd2idx,
     elem_less,
+    evenly_divides,
     flatten_to_tuple,
     idx2crd,
     inner_product,
@@ -97,8 +100,7 @@ from threadmap.layout.int_tuple import (
 )
 from threadmap.layout.integral_constant import Dyn, as_dynamic, as_static, is_static
 from threadmap.layout.layout import *  # noqa: F401,F403
-from threadmap.layout.layout import __all__ as _layout_all
-from threadmap.layout.layout import coalesce_x, exchange_sort_order, tuple_str
+from threadmap.layout.layout import coalesce_x, exchange_sort_order
 from threadmap.layout.layout_composed import ComposedLayout, composition3, make_composed_layout
 from threadmap.layout.parse import parse, parse_int_tuple, parse_layout, parse_tiler
 from threadmap.layout.pointer_flagged import SmemPtrFlag
@@ -116,9 +118,10 @@ from threadmap.layout.tensor import (
     outer_partition,
 )
 
-__all__ = [*_layout_all, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
+__all__ = [*layout.__all__, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
-           "inner_product", "shape_div", "shape_mod", "safe_div", "tuple_max", "unflatten",
+           "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",
+           "tuple_max", "unflatten",
            "replace", "compatible", "congruent", "weakly_congruent", "elem_less", "MAX_DEPTH",
            "Dyn", "as_dynamic", "as_static", "is_static", "exchange_sort_order", "coalesce_x", "tuple_str",
            "parse", "parse_int_tuple", "parse_layout", "parse_tiler", "layout_grid", "num_digits",

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from threadmap.errors import LayoutError
-from threadmap.layout.int_tuple import IntTuple, check_depth
+from threadmap.layout.integral_constant import static_str
+from threadmap.layout.nesting import IntTuple, check_depth
 
 
 class ScaledBasis:
@@ -135,7 +136,6 @@ class ArithTuple:
 
     def to_str(self, static: bool = False) -> str:
         """As CuTe prints an ArithmeticTuple: ``(_0,1)``."""
-        from threadmap.layout.layout import tuple_str
         return tuple_str(self.as_tuple(), static)
 
     def __str__(self) -> str:
@@ -160,3 +160,16 @@ def make_basis_like(shape: IntTuple, path: tuple[int, ...] = ()) -> IntTuple:
         return ScaledBasis(1, p)
 
     return rec(shape, tuple(path))
+
+
+def tuple_str(t: Any, static: bool = False) -> str:
+    """CuTe's ``print`` of an int tuple: ``(4,(2,3))``; ``static`` prints CuTe's ``_`` for
+    static integers (a :class:`~threadmap.layout.integral_constant.Dyn` prints bare); a basis
+    stride prints as ``1@0``."""
+    if isinstance(t, tuple):
+        return "(" + ",".join(tuple_str(x, static) for x in t) + ")"
+    if isinstance(t, ScaledBasis):
+        return tuple_str(t.value, static) + "".join(f"@{i}" for i in reversed(t.path))
+    if static and isinstance(t, (int, np.integer)) and not isinstance(t, bool):
+        return static_str(t if isinstance(t, int) else int(t))
+    return str(t)

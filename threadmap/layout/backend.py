@@ -6,7 +6,8 @@ those operators directly.  z3 bit-vectors do not have the right meaning for them
 signed, ``>>`` is arithmetic), so symbolic values are wrapped in :class:`Sym`, whose
 operators are the *unsigned* bit-vector operations.  Every value the core manipulates is a
 non-negative coordinate, index or offset, for which floor division, unsigned division and
-C++ truncating division agree.
+C++ truncating division agree; where a value may be negative (an index into a layout) the
+core divides with :func:`cxx_divmod`, C++'s truncating ``/`` and ``%``, on every backend.
 
 Law: for every expression ``f`` of the core and every value ``x`` in range,
 ``f(x) == f(np.array([x]))[0] == simplify(f(Sym.const(x)))``.
@@ -201,6 +202,42 @@ def maximum(a: Any, b: Any) -> Any:
     return select(a < b, b, a)
 
 
+def cxx_divmod(a: Any, b: int) -> tuple[Any, Any]:
+    """``(a / b, a % b)`` with C++'s integer semantics: the quotient truncates toward zero and
+    the remainder takes the sign of ``a``, on every backend.  ``b`` is a nonzero Python int
+    (a shape product or a stride).
+
+    Python's ``//`` and ``%`` floor instead; the two agree when ``a`` and ``b`` have the same
+    sign.  CuTe's ``crd2idx`` and ``idx2crd`` divide with C++'s operators, so a negative index
+    (or a negative stride in ``idx2crd``) takes this meaning: ``(4,8):(1,4)`` at ``-5`` is the
+    coordinate ``(-1, -1)`` (``-5 % 4 == -1``, ``-5 / 4 == -1``), not ``(3, -2)``.
+
+    Law: ``q * b + r == a``, ``|r| < |b|``, ``r == 0 or sign(r) == sign(a)`` for every integer
+    ``a`` (numpy elementwise); :class:`Sym` values are unsigned, where the two meanings agree.
+    """
+    if isinstance(a, (np.ndarray, np.integer)):
+        r = np.fmod(a, b)  # C's fmod: the remainder with the sign of the dividend
+        return (a - r) // b, r  # exact division
+    if isinstance(a, int):  # floor, then the correction (keeps Dyn and static zeros as they are)
+        q, r = a // b, a % b
+        if r != 0 and (a < 0) != (b < 0):
+            return q + 1, r - b
+        return q, r
+    if isinstance(a, Interval):
+        return a.cxx_div(b), a.cxx_mod(b)
+    q, r = a // b, a % b  # Sym (unsigned) and constant affine forms
+    if isinstance(a, Sym):
+        return q, r
+    neg = a < 0
+    if isinstance(neg, (bool, np.bool_)) and neg != (b < 0) and bool(r > 0 if b > 0 else r < 0):
+        return q + 1, r - b
+    return q, r
+
+
+def _trunc_div(a: int, b: int) -> int:
+    return cxx_divmod(a, b)[0]  # type: ignore[no-any-return]
+
+
 def bits_for(max_value: int) -> int:
     """Bit-vector width that holds every value in ``[0, max_value]`` plus one guard bit."""
     return max(8, int(max_value).bit_length() + 1)
@@ -266,6 +303,20 @@ class Interval:
 
     def __rmod__(self, o: Any) -> Interval:
         return Interval.lift(o) % self
+
+    def cxx_div(self, b: int) -> Interval:
+        """C++'s truncating ``/`` by a nonzero constant (monotone in the dividend)."""
+        p = (_trunc_div(self.lo, b), _trunc_div(self.hi, b))
+        return Interval(min(p), max(p))
+
+    def cxx_mod(self, b: int) -> Interval:
+        """C++'s ``%`` by a nonzero constant: the sign of the dividend, magnitude below ``|b|``."""
+        m = abs(b)
+        if 0 <= self.lo and self.hi < m:
+            return Interval(self.lo, self.hi)
+        if -m < self.lo and self.hi <= 0:
+            return Interval(self.lo, self.hi)
+        return Interval(max(min(self.lo, 0), 1 - m), min(max(self.hi, 0), m - 1))
 
     @staticmethod
     def hull_min(a: Any, b: Any) -> Interval:

@@ -20,7 +20,7 @@ import numpy as np
 from threadmap.errors import ThreadmapError
 from threadmap.layout import layout as L
 from threadmap.layout.dispatch import LayoutLike
-from threadmap.layout.parse import CONSTRUCTORS, _as_fn, parse_int_tuple, parse_layout, run_parser
+from threadmap.layout.parse import CONSTRUCTORS, parse_int_tuple, parse_layout, run_parser, shape_as_layout
 
 #: largest table ``table`` prints
 MAX_TABLE = 1 << 20
@@ -61,12 +61,10 @@ class Show:
 
 
 def _coord_arg(text: str) -> Any:
-    """A coordinate or index: non-negative integers (a negative one has no CuTe meaning: the
-    header's integer division would truncate where Python's floors)."""
-    v = parse_int_tuple(text)
-    if any(int(e) < 0 for e in L.flatten_to_tuple(v)):
-        raise ThreadmapError(f"a coordinate must be non-negative, got {text!r}")
-    return v
+    """A coordinate or index.  A negative one means what it means in CuTe: the header divides
+    with C++'s truncating ``/`` and ``%``, and so does threadmap's evaluation core
+    (:func:`threadmap.layout.backend.cxx_divmod`)."""
+    return parse_int_tuple(text)
 
 
 def _table(x: Any) -> list[Any]:
@@ -119,7 +117,7 @@ OPS: dict[str, Op] = {op.name: op for op in [
 
 def _on_layout(f: Callable[..., Any]) -> Callable[..., Any]:
     """``f`` with its first argument read as a layout (a bare shape is column-major)."""
-    return lambda x, *args: f(_as_fn(x), *args)
+    return lambda x, *args: f(shape_as_layout(x), *args)
 
 
 #: the functions a calculator expression may call: the constructors of the layout grammar
@@ -139,8 +137,8 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
         "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
         "zipped_product", "tiled_product", "flat_product", "tile_unzip", "max_common_layout",
         "max_common_vector")},
-    "blocked_product": (lambda a, b: L.blocked_product(_as_fn(a), _as_fn(b)), 2, 2),
-    "raked_product": (lambda a, b: L.raked_product(_as_fn(a), _as_fn(b)), 2, 2),
+    "blocked_product": (lambda a, b: L.blocked_product(shape_as_layout(a), shape_as_layout(b)), 2, 2),
+    "raked_product": (lambda a, b: L.raked_product(shape_as_layout(a), shape_as_layout(b)), 2, 2),
     "upcast": (_on_layout(L.upcast), 2, 2),
     "downcast": (_on_layout(L.downcast), 2, 2),
     "recast_layout": (_on_layout(L.recast_layout), 3, 3),
@@ -150,8 +148,8 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "group": (_on_layout(L.group), 3, 3),
     "append": (_on_layout(L.append), 1, 2),
     "prepend": (_on_layout(L.prepend), 1, 2),
-    "slice": (lambda c, x: L.slice_(c, _as_fn(x)), 2, 2),
-    "dice": (lambda c, x: L.dice(c, _as_fn(x)), 2, 2),
+    "slice": (lambda c, x: L.slice_(c, shape_as_layout(x)), 2, 2),
+    "dice": (lambda c, x: L.dice(c, shape_as_layout(x)), 2, 2),
     "make_ordered_layout": (L.make_ordered_layout, 2, 2),
     "make_identity_layout": (L.make_identity_layout, 1, 1),
     "make_layout_like": (_on_layout(L.make_layout_like), 1, 1),

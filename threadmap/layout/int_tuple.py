@@ -11,8 +11,12 @@ tuple nested deeper than :data:`MAX_DEPTH` (64) levels instead of exhausting Pyt
 recursion limit.
 
 The functions :func:`crd2idx` and :func:`idx2crd` are part of the single evaluation core:
-they use only ``+ * // %`` and therefore work unchanged on Python ints, numpy arrays and
-:class:`threadmap.layout.backend.Sym` bit-vectors.
+they use only ``+ *`` and C++'s truncating ``/`` and ``%``
+(:func:`threadmap.layout.backend.cxx_divmod`) and therefore work unchanged on Python ints,
+numpy arrays, intervals and :class:`threadmap.layout.backend.Sym` bit-vectors.  A negative
+index or coordinate means what it means in CuTe's headers: ``(4,8):(1,4)`` at ``-5`` splits
+into ``(-5 % 4, -5 / 4) == (-1, -1)`` (C++ truncates), giving ``-5``, not Python's floored
+``(3, -2)``.
 """
 
 from __future__ import annotations
@@ -25,24 +29,18 @@ from typing import Any
 import numpy as np
 
 from threadmap.errors import LayoutError
+from threadmap.layout.arithmetic_tuple import ScaledBasis
+from threadmap.layout.backend import Interval, Sym, cxx_divmod
 from threadmap.layout.integral_constant import Dyn, is_constant
+from threadmap.layout.nesting import MAX_DEPTH, IntTuple, check_depth
 
-IntTuple = Any  # int | tuple of IntTuples (strides may hold ScaledBasis)
-
-#: deepest nesting any int tuple / layout may have
-MAX_DEPTH = 64
-
-
-def check_depth(t: Any, what: str = "int tuple") -> None:
-    """Raise LayoutError when ``t`` nests deeper than :data:`MAX_DEPTH` (iterative walk)."""
-    if not isinstance(t, tuple):
-        return
-    stack: list[tuple[Any, int]] = [(t, 1)]
-    while stack:
-        x, d = stack.pop()
-        if d > MAX_DEPTH:
-            raise LayoutError(f"{what} nested deeper than {MAX_DEPTH} levels")
-        stack.extend((y, d + 1) for y in x if isinstance(y, tuple))
+__all__ = ["IntTuple", "MAX_DEPTH", "check_depth", "leaf_ok", "check_int_tuple", "is_tuple",
+    "is_int", "is_integral", "rank", "depth", "flatten_to_tuple", "flatten", "product",
+    "product_each", "size", "sum_", "unwrap", "wrap", "transform_leaf", "congruent_unchecked", "congruent",
+    "weakly_congruent", "compatible", "repeat_like", "ceil_div", "shape_div", "shape_mod",
+    "evenly_divides", "safe_div", "tuple_max", "inner_product", "unflatten", "replace",
+    "prefix_product", "compact_major_left", "compact_major_right", "elem_scale", "elem_less",
+    "colex_less", "crd2idx_unchecked", "crd2idx", "idx2crd", "crd2crd"]
 
 
 def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,16 +54,14 @@ def _bounded(f: Callable[..., Any]) -> Callable[..., Any]:
     return g
 
 
-def _leaf_ok(x: Any, kind: str) -> bool:
+def leaf_ok(x: Any, kind: str) -> bool:
     if isinstance(x, bool):
         return False
     if isinstance(x, (int, np.integer)):
         return kind == "crd" or bool(-(1 << 63) <= x < 1 << 63)  # CuTe's ints are 64-bit
     if kind == "stride":
-        from threadmap.layout.arithmetic_tuple import ScaledBasis
         return isinstance(x, ScaledBasis)
     if kind == "crd":
-        from threadmap.layout.backend import Interval, Sym
         return isinstance(x, (Sym, Interval)) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu")
     return False
 
@@ -96,7 +92,7 @@ def check_int_tuple(t: Any, kind: str = "int", what: str = "int tuple") -> None:
             check_depth(t, what)
         return
     for x in flatten_to_tuple(t):
-        if not _leaf_ok(x, kind):
+        if not leaf_ok(x, kind):
             raise LayoutError(f"{what}: {x!r} is not {_KIND_NAMES[kind]}")
 
 
@@ -214,14 +210,14 @@ def _transform_leaf(t: IntTuple, f: Callable[[Any], Any]) -> IntTuple:
 transform_leaf = _bounded(_transform_leaf)
 
 
-def _congruent(a: Any, b: Any) -> bool:
+def congruent_unchecked(a: Any, b: Any) -> bool:
     """Same tree structure (profile)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(congruent_unchecked(x, y) for x, y in zip(a, b))
     return not isinstance(a, tuple) and not isinstance(b, tuple)
 
 
-congruent = _bounded(_congruent)
+congruent = _bounded(congruent_unchecked)
 
 
 def _weakly_congruent(a: Any, b: Any) -> bool:
@@ -317,14 +313,16 @@ shape_div = _checked("int", "int")(_shape_div)
 
 
 def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
-    """``shape_mod(a, b)`` (CuTe 3.x ``int_tuple.hpp``; not in the 4.x headers): the part of
-    ``a`` that ``b`` does not consume.  Integers: ``gcd(a, b)``; tuple/tuple elementwise;
-    tuple/int folds ``b`` across the modes from the left (``shape_mod(ai, rest)``, then
-    ``rest = shape_div(rest, ai)``); int/tuple uses ``product(b)``.
+    """``shape_mod(a, b)``: the part of ``a`` that ``b`` does not consume (CuTe 3.x
+    ``int_tuple.hpp``; the CUTLASS 4.x headers no longer have it).  Integers: ``gcd(a, b)``,
+    for every pair (``shape_mod(6, 4) == 2``; the header asserted no divisibility here);
+    tuple/tuple elementwise; tuple/int folds ``b`` across the modes from the left
+    (``shape_mod(ai, rest)``, then ``rest = shape_div(rest, ai)``, which keeps ``shape_div``'s
+    divisibility condition); int/tuple uses ``product(b)``.
 
-    Law: for integers ``shape_mod(a, b)`` divides both ``a`` and ``b``, and for
-    tuple/int ``product(shape_mod(a, b)) * product(shape_div(a, b)) == product(a)`` when
-    ``b`` divides ``product(a)`` along the fold.
+    Law: for integers ``shape_mod(a, b) == gcd(a, b)``, which divides both ``a`` and ``b``;
+    for tuple/int, mode ``i`` of the result is ``gcd(a_i, b / prod(a_<i))`` (the division as
+    ``shape_div`` takes it).
     """
     if isinstance(a, tuple):
         if isinstance(b, tuple):
@@ -341,13 +339,36 @@ def _shape_mod(a: IntTuple, b: IntTuple) -> IntTuple:
         return _shape_mod(a, _product(b))
     if not is_int(a) or not is_int(b):
         raise LayoutError(f"shape_mod: {a!r} and {b!r} must be integers")
-    if a % b if b else 0:
-        if b % a if a else 0:
-            raise LayoutError(f"Divisibility Condition: neither {a} nor {b} divides the other")
-    return gcd(int(a), int(b))
+    g = gcd(int(a), int(b))
+    return Dyn(g) if isinstance(a, Dyn) or isinstance(b, Dyn) else g
 
 
 shape_mod = _checked("int", "int")(_shape_mod)
+
+
+def _evenly_divides(a: IntTuple, b: IntTuple) -> bool:
+    """``evenly_divides(shape, tiler)`` (``cute/int_tuple.hpp``): whether the tiler's tiles
+    cover the shape without a partial tile.
+
+    A tuple tiler is taken mode by mode against the first modes of the shape (``False`` when
+    the tiler has more modes than the shape); an integer tiler ``b`` divides a mode ``a``
+    when ``size(a) == b * size(ceil_div(a, b))``, with ``ceil_div`` folding ``b`` across a
+    tuple mode from the left.
+
+    Law: for integers ``evenly_divides(a, b) == (a % b == 0)``; for a tuple tiler it is the
+    conjunction over its modes; and ``size(a) == b * size(ceil_div(a, b))`` for every shape
+    ``a`` and integer ``b`` with ``evenly_divides(a, b)``.
+    """
+    if isinstance(b, tuple):
+        if len(b) > rank(a):
+            return False
+        aw = wrap(a)
+        return all(_evenly_divides(aw[i], bi) for i, bi in enumerate(b))
+    _check_divisor(b, "evenly_divides")
+    return bool(_product(a) == b * _product(_ceil_div(a, b)))
+
+
+evenly_divides = _checked("int", "int")(_evenly_divides)
 
 
 def safe_div(a: Any, b: Any) -> Any:
@@ -521,8 +542,39 @@ def _elem_less(a: IntTuple, b: IntTuple) -> bool:
 elem_less = _checked("int", "int")(_elem_less)
 
 
+def _colex_less(a: IntTuple, b: IntTuple) -> bool:
+    """``colex_less(a, b)`` (``cute/int_tuple.hpp``): colexicographic order, the order of
+    coordinates in a column-major layout.  Two tuples compare their *last* modes first
+    (recursively), then the ones before; when one tuple runs out first, the shorter is less
+    unless ``b`` ran out (then ``False``).  Two integers compare with ``<``; an integer and a
+    tuple do not compare (the header does not compile that).
+
+    Law: for coordinates ``c1``, ``c2`` congruent to a shape ``s``,
+    ``colex_less(c1, c2) == (crd2idx(c1, s, compact_major_left(s)) <
+    crd2idx(c2, s, compact_major_left(s)))``; it is a strict order (irreflexive).
+    """
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        for i in range(len(b) + 1):
+            if i == len(b):
+                return False
+            if i == len(a):
+                return True
+            x, y = a[len(a) - 1 - i], b[len(b) - 1 - i]
+            if _colex_less(x, y):
+                return True
+            if not (x == y):
+                return False
+        return False  # unreachable: the loop returns at i == len(b)
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        raise LayoutError(f"colex_less: {a} and {b} are an integer and a tuple")
+    return bool(a < b)
+
+
+colex_less = _checked("int", "int")(_colex_less)
+
+
 # --------------------------------------------------------------------------- evaluation core
-def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
+def crd2idx_unchecked(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
     """Index of a coordinate: ``sum_k crd_k * stride_k``.
 
     An integral ``crd`` into a tuple shape is split colexicographically: ``crd % prod(s0)``
@@ -535,7 +587,7 @@ def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
             raise LayoutError(f"coordinate {crd} does not match shape {shape}")
         acc: Any = 0
         for c, s, d in zip(crd, shape, stride):
-            acc = acc + _crd2idx(c, s, d)
+            acc = acc + crd2idx_unchecked(c, s, d)
         return acc
     if isinstance(shape, tuple):
         if not isinstance(stride, tuple) or len(stride) != len(shape):
@@ -546,20 +598,20 @@ def _crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
         rest = crd
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == len(shape) - 1:
-                acc = acc + _crd2idx(rest, s, d)
+                acc = acc + crd2idx_unchecked(rest, s, d)
             else:
                 p = _product(s)
                 if p == 0:
                     raise LayoutError(f"coordinate {crd} into an extent-0 mode of {shape}")
-                acc = acc + _crd2idx(rest % p, s, d)
-                rest = rest // p
+                rest, mod = cxx_divmod(rest, p)  # C++'s divmod: a negative index truncates
+                acc = acc + crd2idx_unchecked(mod, s, d)
         return acc
     if isinstance(stride, tuple):
         raise LayoutError(f"stride {stride} does not match shape {shape}")
     return stride * crd
 
 
-crd2idx = _checked("crd", "int", "stride")(_crd2idx)
+crd2idx = _checked("crd", "int", "stride")(crd2idx_unchecked)
 
 
 def _idx2crd(idx: Any, shape: IntTuple) -> Any:
@@ -582,8 +634,8 @@ def _idx2crd(idx: Any, shape: IntTuple) -> Any:
             else:
                 if p == 0:
                     raise LayoutError(f"index {idx} into an extent-0 mode of {shape}")
-                out.append(_idx2crd(rest % p, s))
-                rest = rest // p
+                rest, mod = cxx_divmod(rest, p)
+                out.append(_idx2crd(mod, s))
         return tuple(out)
     return idx
 

@@ -30,31 +30,42 @@ from typing import Any
 import numpy as np
 
 from threadmap.errors import LayoutError
-from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like
+from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like, tuple_str
+from threadmap.layout.backend import cxx_divmod
 from threadmap.layout.dispatch import LayoutLike, call_method, dispatch
 from threadmap.layout.int_tuple import (
     MAX_DEPTH,
     IntTuple,
-    _congruent,
-    _crd2idx,
-    _leaf_ok,
     ceil_div,
     check_depth,
     check_int_tuple,
     compact_major_left,
     compact_major_right,
     congruent,
+    congruent_unchecked,
+    crd2idx_unchecked,
     flatten,
     flatten_to_tuple,
     is_int,
+    leaf_ok,
     product,
     product_each,
     unflatten,
     unwrap,
     wrap,
 )
-from threadmap.layout.integral_constant import is_constant, is_static, static_str
-from threadmap.layout.underscore import Underscore, _, dice_tuple, has_underscore, slice_tuple
+from threadmap.layout.int_tuple import depth as tuple_depth  # layout's depth() takes layouts too
+from threadmap.layout.int_tuple import replace as replace_mode  # replace_layout's namesake
+from threadmap.layout.integral_constant import is_constant, is_static
+from threadmap.layout.table import fast_table
+from threadmap.layout.underscore import (
+    Underscore,
+    _,
+    dice_tuple,
+    has_underscore,
+    repeat_underscore,
+    slice_tuple,
+)
 
 __all__ = [
     "Layout", "LayoutLeft", "LayoutRight", "GenColMajor", "GenRowMajor", "make_layout",
@@ -65,7 +76,7 @@ __all__ = [
     "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
     "tiled_product", "flat_product", "blocked_product", "raked_product", "hier_unzip",
     "zip_layouts", "tile_unzip", "slice_", "dice", "slice_and_offset", "max_common_layout",
-    "max_common_vector", "nullspace", "upcast", "downcast", "recast_layout", "tile_to_shape",
+    "max_common_vector", "domain_distribute", "nullspace", "upcast", "downcast", "recast_layout", "tile_to_shape",
     "make_layout_like", "make_fragment_like", "Underscore", "_",
 ]
 
@@ -75,7 +86,9 @@ MAX_INT = (1 << 63) - 1
 MAX_TABLE = 1 << 30
 
 
-class _Major:
+class Major:
+    """The type of the tags ``LayoutLeft`` and ``LayoutRight`` (CuTe's column- and row-major)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
 
@@ -83,8 +96,8 @@ class _Major:
         return self.name
 
 
-LayoutLeft = _Major("LayoutLeft")
-LayoutRight = _Major("LayoutRight")
+LayoutLeft = Major("LayoutLeft")
+LayoutRight = Major("LayoutRight")
 GenColMajor = LayoutLeft
 GenRowMajor = LayoutRight
 
@@ -133,7 +146,7 @@ def _flat_ints(t: Any) -> tuple | None:
     return None
 
 
-def _norm(t: Any) -> Any:
+def normalize_int_tuple(t: Any) -> Any:
     """numpy integers -> Python ints, lists -> tuples (bounded depth, checked once)."""
     if isinstance(t, (tuple, list)):
         check_depth(tuple(t) if isinstance(t, list) else t)
@@ -151,18 +164,6 @@ def _norm_rec(t: Any) -> Any:
     if isinstance(t, np.integer):
         return int(t)
     return t
-
-
-def tuple_str(t: Any, static: bool = False) -> str:
-    """CuTe's ``print`` of an int tuple: ``(4,(2,3))``; ``static`` prints CuTe's ``_`` for
-    static integers (a :class:`~threadmap.layout.integral_constant.Dyn` prints bare)."""
-    if isinstance(t, tuple):
-        return "(" + ",".join(tuple_str(x, static) for x in t) + ")"
-    if isinstance(t, ScaledBasis):
-        return tuple_str(t.value, static) + "".join(f"@{i}" for i in reversed(t.path))
-    if static and is_int(t):
-        return static_str(t)
-    return str(t)
 
 
 class Layout:
@@ -189,16 +190,16 @@ class Layout:
         if isinstance(shape, Layout) or isinstance(stride, Layout):
             raise LayoutError("Layout(shape, stride) takes int tuples, not layouts "
                               "(use make_layout to concatenate layouts)")
-        shape = _norm(shape)
+        shape = normalize_int_tuple(shape)
         _check_shape(shape)
         if stride is None or stride is LayoutLeft:
             stride = compact_major_left(shape)
         elif stride is LayoutRight:
             stride = compact_major_right(shape)
         else:
-            stride = _norm(stride)
+            stride = normalize_int_tuple(stride)
             _check_stride(stride)
-            if not _congruent(shape, stride):  # depths already checked by _norm
+            if not congruent_unchecked(shape, stride):  # depths already checked by normalize_int_tuple
                 raise LayoutError(f"shape {tuple_str(shape)} and stride {tuple_str(stride)} "
                                   "are not congruent")
         self.shape = shape
@@ -236,11 +237,11 @@ class Layout:
     def __call__(self, *crd: Any) -> Any:
         c: Any = crd[0] if len(crd) == 1 else tuple(crd)
         if isinstance(c, list):
-            c = _norm_crd(c)
+            c = normalize_coord(c)
         if has_underscore(c):
             return slice_(c, self)
         check_int_tuple(c, "crd", "coordinate")
-        return _crd2idx(c, self.shape, self.stride)
+        return crd2idx_unchecked(c, self.shape, self.stride)
 
     def table(self, dtype: Any = None, out: np.ndarray | None = None) -> np.ndarray:
         """``L(i)`` for every ``i`` in ``[0, size)``, as one numpy array (colex order).
@@ -249,8 +250,6 @@ class Layout:
         into one array (see :func:`threadmap.layout.table.fast_table`): no per-element
         Python work.  ``dtype`` defaults to int32 when every value fits.
         """
-        from threadmap.layout.table import fast_table
-
         if size(self) > MAX_TABLE:
             raise LayoutError(f"table of {size(self)} elements exceeds the limit of {MAX_TABLE}")
         return fast_table(self, None, 0, dtype=dtype, out=out)
@@ -305,7 +304,7 @@ def _idx2crd_strided_rec(idx: Any, shp: Any, std: Any) -> Any:
         raise LayoutError("idx2crd through a basis stride is not supported")
     if std == 0:
         raise LayoutError("idx2crd through a stride-0 mode of size > 1 is undefined")
-    return (idx // std) % shp
+    return cxx_divmod(cxx_divmod(idx, std)[0], shp)[1]  # C++: (idx / stride) % shape
 
 
 def _colex_index(c: Any, s: Any) -> Any:
@@ -347,7 +346,7 @@ def make_layout(*args: Any) -> Any:
 
 def make_identity_layout(shp: IntTuple) -> Layout:
     """Layout mapping each coordinate to itself: strides are basis elements ``E<i>``."""
-    shp = _norm(shp)
+    shp = normalize_int_tuple(shp)
     _check_shape(shp)
     return Layout(shp, make_basis_like(shp))
 
@@ -359,8 +358,8 @@ def make_ordered_layout(shp: IntTuple, order: IntTuple) -> Layout:
 
     Law: the result is a bijection onto ``[0, size)`` when the orders are distinct.
     """
-    shp = _norm(shp)
-    order = _norm(order)
+    shp = normalize_int_tuple(shp)
+    order = normalize_int_tuple(order)
     _check_shape(shp)
     for o in flatten_to_tuple(order):
         _check_int(o, "order")
@@ -434,7 +433,7 @@ def _shape_of(x: Any, what: str) -> Any:
     if isinstance(x, Layout):
         return x.shape
     if isinstance(x, (tuple, list)) or is_int(x):
-        t = _norm(x)
+        t = normalize_int_tuple(x)
         for v in flatten_to_tuple(t):
             if not is_int(v) and not isinstance(v, ScaledBasis):
                 raise LayoutError(f"{what}: {v!r} is not an integer")
@@ -501,8 +500,7 @@ def rank(x: Any) -> int:
 @dispatch()
 def depth(x: Any) -> int:
     """Nesting depth of the shape: 0 for an integer."""
-    from threadmap.layout.int_tuple import depth as _d
-    return _d(_shape_of(x, "depth"))
+    return tuple_depth(_shape_of(x, "depth"))
 
 
 @dispatch()
@@ -625,10 +623,9 @@ def replace_layout(layout: Layout, n: int, x: Layout) -> Layout:
     """``replace<N>(layout, x)``: mode ``N`` replaced by the layout ``x``.
 
     Law: ``get(replace_layout(L, n, X), n) == X`` and the other modes are unchanged."""
-    from threadmap.layout.int_tuple import replace
     layout = _as_layout(layout, "replace")
     x = _as_layout(x, "replace")
-    return Layout(replace(layout.shape, n, x.shape), replace(layout.stride, n, x.stride))
+    return Layout(replace_mode(layout.shape, n, x.shape), replace_mode(layout.stride, n, x.stride))
 
 
 @dispatch("unflatten")
@@ -640,7 +637,7 @@ def unflatten_layout(layout: Layout, target_profile: Any) -> Layout:
     layout = _as_layout(layout, "unflatten")
     if depth(layout) > 1:
         raise LayoutError(f"unflatten: {layout} is not flat")
-    p = _norm(target_profile)
+    p = normalize_int_tuple(target_profile)
     return Layout(unflatten(layout.shape, p), unflatten(layout.stride, p))
 
 
@@ -715,7 +712,7 @@ def _filter_zeros_shape(std: Any, shp: Any) -> Any:
 def filter_zeros(layout: Layout, profile: Any = None) -> Layout:
     """Replace the extent of every static stride-0 mode by 1 (``filter_zeros``)."""
     layout = _as_layout(layout, "filter_zeros")
-    ref = layout.stride if profile is None else _norm(profile)
+    ref = layout.stride if profile is None else normalize_int_tuple(profile)
     if not congruent(ref, layout.shape) and profile is not None:
         raise LayoutError(f"filter_zeros: profile {profile} does not match {layout}")
     return Layout(_filter_zeros_shape(ref, layout.shape), layout.stride)
@@ -848,7 +845,7 @@ def composition(lhs: Any, rhs: Any) -> Any:
     if isinstance(rhs, LayoutLike):
         return call_method(rhs, "r_composition", lhs)
     if isinstance(rhs, list):
-        rhs = _norm(rhs)
+        rhs = normalize_int_tuple(rhs)
     if isinstance(rhs, tuple):
         check_depth(rhs)
         if len(rhs) > rank(lhs):
@@ -918,7 +915,7 @@ def complement(layout: Layout, cotarget: Any = None) -> Layout:
         raise LayoutError(f"complement of a layout with an extent-0 mode: {layout}")
     if cotarget is None:
         cotarget = cosize(f)
-    cotarget = _norm(cotarget)
+    cotarget = normalize_int_tuple(cotarget)
     _check_shape(cotarget, "cotarget")
     return _complement_impl(f.shape, f.stride, cotarget)
 
@@ -1105,6 +1102,34 @@ def max_common_vector(a: Any, b: Any) -> Any:
     return s0 if is_static(s0) and is_constant(1, d0) else 1
 
 
+def domain_distribute(a: Any, b: Any) -> Layout:
+    """``domain_distribute(a, b)`` (``cute/layout.hpp``): a layout that picks up to ``b``
+    elements of the domain of shape ``a`` (a shape or a layout), taking from each flattened
+    mode of ``a`` in turn as many as it can: mode ``i`` contributes ``gcd(a_i, rest)`` with
+    ``rest`` what ``b`` still needs.  Strides are ``a``'s column-major strides; the result is
+    coalesced.  ``b`` is an integer; ``a`` and ``b`` must be static in the header.
+
+    ``domain_distribute((15,14), 6) == (3,2):(1,15)``: 6 does not divide 15, so three come
+    from mode 0 and two from mode 1 (the header's example).
+
+    Law (the header's postconditions): ``size(result)`` divides ``b``; ``result`` is strictly
+    increasing on ``[0, size(result))`` and stays inside ``[0, size(a))``; and
+    ``composition(make_layout(shape(a)), result)`` is defined.
+    """
+    if not is_int(b) or isinstance(b, bool):
+        raise LayoutError(f"domain_distribute: the count must be an integer, got {b!r}")
+    if b <= 0:
+        raise LayoutError(f"domain_distribute: the count must be positive, got {b}")
+    flat = flatten_to_tuple(shape(a))
+    rest = int(b)
+    picked: list[int] = []
+    for ai in flat:
+        g = gcd(int(ai), rest)
+        picked.append(g)
+        rest //= g
+    return coalesce(Layout(tuple(picked), compact_major_left(tuple(flat))))
+
+
 @dispatch()
 def nullspace(layout: Layout) -> Layout:
     """Layout of the stride-0 modes: ``layout(nullspace(L)(i)) == 0``."""
@@ -1176,19 +1201,13 @@ def _tiler_profile(tiler: Any) -> Any:
     return 0
 
 
-def _rep(layout: Layout) -> Any:
-    """CuTe ``repeat<rank(L)>(_)``: a bare ``_`` for rank 1, else a tuple of ``_``."""
-    r = rank(layout)
-    return _ if r == 1 else (_,) * r
-
-
 # --------------------------------------------------------------------------- divides
 def _by_tiler(name: str, layout: Layout, tiler: Any, on_layout: Any, recurse: Any) -> Layout:
     """The header's tiler dispatch: a Layout applies ``on_layout``; a tuple applies
     ``recurse`` mode-wise (remaining modes kept); ``_`` keeps; an integer ``n`` means ``n:1``."""
     layout = _as_layout(layout, name)
     if isinstance(tiler, list):
-        tiler = _norm(tiler)
+        tiler = normalize_int_tuple(tiler)
     if isinstance(tiler, Layout):
         return on_layout(layout, tiler)
     if isinstance(tiler, tuple):
@@ -1225,14 +1244,14 @@ def zipped_divide(layout: Layout, tiler: Any) -> Layout:
 def tiled_divide(layout: Layout, tiler: Any) -> Layout:
     """``((tile modes), rest0, rest1, ...)``."""
     r = zipped_divide(layout, tiler)
-    return r(_, _rep(r[1]))
+    return r(_, repeat_underscore(rank(r[1])))
 
 
 @dispatch()
 def flat_divide(layout: Layout, tiler: Any) -> Layout:
     """``(tile0, tile1, ..., rest0, rest1, ...)``."""
     r = zipped_divide(layout, tiler)
-    return r(_rep(r[0]), _rep(r[1]))
+    return r(repeat_underscore(rank(r[0])), repeat_underscore(rank(r[1])))
 
 
 # --------------------------------------------------------------------------- products
@@ -1257,14 +1276,14 @@ def zipped_product(block: Layout, tiler: Any) -> Layout:
 def tiled_product(block: Layout, tiler: Any) -> Layout:
     """``((block modes), rest0, rest1, ...)``."""
     r = zipped_product(block, tiler)
-    return r(_, _rep(r[1]))
+    return r(_, repeat_underscore(rank(r[1])))
 
 
 @dispatch()
 def flat_product(block: Layout, tiler: Any) -> Layout:
     """``(block0, block1, ..., rest0, rest1, ...)``."""
     r = zipped_product(block, tiler)
-    return r(_rep(r[0]), _rep(r[1]))
+    return r(repeat_underscore(rank(r[0])), repeat_underscore(rank(r[1])))
 
 
 @dispatch()
@@ -1297,7 +1316,7 @@ def tile_to_shape(block: Layout, trg_shape: IntTuple, order: Any = LayoutLeft) -
     block = _as_layout(block, "tile_to_shape")
     if isinstance(trg_shape, Layout):
         trg_shape = trg_shape.shape
-    trg_shape = _norm(trg_shape)
+    trg_shape = normalize_int_tuple(trg_shape)
     _check_shape(trg_shape, "target shape")
     r = rank(trg_shape)
     if rank(block) > r:
@@ -1319,7 +1338,7 @@ def tile_to_shape(block: Layout, trg_shape: IntTuple, order: Any = LayoutLeft) -
 
 
 # --------------------------------------------------------------------------- up/down cast
-def _cast_factor(n: Any, what: str) -> int:
+def cast_factor(n: Any, what: str) -> int:
     if not is_int(n) or n <= 0 or n > MAX_INT:
         raise LayoutError(f"{what}<{n!r}>: the factor must be a positive integer")
     return int(n)
@@ -1330,7 +1349,7 @@ def upcast(layout: Layout, n: int) -> Layout:
     """Reinterpret ``n`` elements as one (e.g. 4 x f32 -> 1 x 128-bit): a mode ``s:d`` with
     ``d != 0`` becomes ``ceil_div(s, ceil_div(n, |d|)) : signum(d) * ceil_div(|d|, n)``."""
     layout = _as_layout(layout, "upcast")
-    n = _cast_factor(n, "upcast")
+    n = cast_factor(n, "upcast")
 
     def rec(s: Any, d: Any) -> Any:
         if isinstance(s, tuple):
@@ -1349,7 +1368,7 @@ def upcast(layout: Layout, n: int) -> Layout:
 def downcast(layout: Layout, n: int) -> Layout:
     """Reinterpret one element as ``n`` (stride-1 modes grow, others scale)."""
     layout = _as_layout(layout, "downcast")
-    n = _cast_factor(n, "downcast")
+    n = cast_factor(n, "downcast")
     fd = flatten_to_tuple(layout.stride)
     if any(isinstance(d, ScaledBasis) for d in fd):
         raise LayoutError("downcast of a layout with basis strides is not supported")
@@ -1370,8 +1389,8 @@ def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
     """Layout of the same memory viewed with elements of ``new_bits`` instead of ``old_bits``:
     the ratio reduced, then ``upcast<num>`` and ``downcast<den>``."""
     layout = _as_layout(layout, "recast_layout")
-    old_bits = _cast_factor(old_bits, "recast_layout")
-    new_bits = _cast_factor(new_bits, "recast_layout")
+    old_bits = cast_factor(old_bits, "recast_layout")
+    new_bits = cast_factor(new_bits, "recast_layout")
     g = gcd(old_bits, new_bits)
     num, den = new_bits // g, old_bits // g
     out = layout
@@ -1383,10 +1402,10 @@ def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
 
 
 # --------------------------------------------------------------------------- slicing
-def _norm_crd(c: Any) -> Any:
+def normalize_coord(c: Any) -> Any:
     if isinstance(c, (list, tuple)):
         check_depth(tuple(c) if isinstance(c, list) else c, "coordinate")
-        return tuple(_norm_crd(x) for x in c)
+        return tuple(normalize_coord(x) for x in c)
     if isinstance(c, np.integer):
         return int(c)
     return c
@@ -1396,14 +1415,14 @@ def _check_crd(c: Any) -> None:
     """A slicing coordinate holds ``_`` and coordinates of the evaluation core: ints, integer
     arrays (every thread at once), ``Sym`` or ``Interval``."""
     for v in flatten_to_tuple(c):
-        if not isinstance(v, Underscore) and not _leaf_ok(v, "crd"):
+        if not isinstance(v, Underscore) and not leaf_ok(v, "crd"):
             shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
             raise LayoutError(f"coordinate element {shown} is not an integer coordinate or _")
 
 
 def slice_(crd: Any, layout: Layout) -> Layout:
     """Keep the modes where ``crd`` has ``_`` (CuTe ``slice``); nested tuples splice."""
-    crd = _norm_crd(crd)
+    crd = normalize_coord(crd)
     _check_crd(crd)
     if isinstance(layout, LayoutLike):
         return call_method(layout, "slice", crd)  # type: ignore[no-any-return]
@@ -1414,12 +1433,12 @@ def slice_(crd: Any, layout: Layout) -> Layout:
 def dice(crd: Any, x: Any) -> Any:
     """Keep the modes where ``crd`` is *not* ``_`` (CuTe ``dice``); works on layouts and
     on int tuples (used by Step projections: X = ``_`` drops, 1 keeps)."""
-    crd = _norm_crd(crd)
+    crd = normalize_coord(crd)
     if isinstance(x, LayoutLike):
         return call_method(x, "dice", crd)
     if isinstance(x, Layout):
         return Layout(dice_tuple(crd, x.shape), dice_tuple(crd, x.stride))
-    return dice_tuple(crd, _norm_crd(x))
+    return dice_tuple(crd, normalize_coord(x))
 
 
 def _zero_underscores(c: Any) -> Any:
@@ -1430,7 +1449,7 @@ def _zero_underscores(c: Any) -> Any:
 
 def slice_and_offset(crd: Any, layout: Layout) -> tuple[Any, Any]:
     """``(slice(crd, L), L(crd with _ -> 0))``."""
-    crd = _norm_crd(crd)
+    crd = normalize_coord(crd)
     _check_crd(crd)
     if isinstance(layout, LayoutLike):
         return call_method(layout, "slice_and_offset", crd)  # type: ignore[no-any-return]
@@ -1438,7 +1457,7 @@ def slice_and_offset(crd: Any, layout: Layout) -> tuple[Any, Any]:
     return slice_(crd, layout), layout(_zero_underscores(crd))
 
 
-def _add(a: Any, b: Any) -> Any:
+def add_offsets(a: Any, b: Any) -> Any:
     if isinstance(a, (ArithTuple, ScaledBasis)) or isinstance(b, (ArithTuple, ScaledBasis)):
         return ArithTuple.of(a) + b
     return a + b

@@ -140,8 +140,8 @@ class ComposedLayout(LayoutLike):
         """``A(O + B(c))``; slices when ``c`` contains ``_``."""
         c: Any = crd[0] if len(crd) == 1 else tuple(crd)
         if isinstance(c, list):
-            c = L._norm_crd(c)
-        if L._has_underscore(c):
+            c = L.normalize_coord(c)
+        if L.has_underscore(c):
             return self.slice(c)
         return self.layout_a(self.offset + self.layout_b(c))
 
@@ -168,7 +168,7 @@ class ComposedLayout(LayoutLike):
     def r_composition(self, lhs: Any) -> Any:
         """``composition(Layout, A o O o B) == composition(composition(Layout, A), B)``;
         the header requires a static zero offset."""
-        if not _is_static_zero(self.offset):
+        if not is_static_zero(self.offset):
             raise LayoutError(f"composition({lhs}, {self}): Require offset == 0.")
         return L.composition(L.composition(lhs, self.layout_a), self.layout_b)
 
@@ -185,7 +185,7 @@ class ComposedLayout(LayoutLike):
         slice(c, B)), 0)``; the offset moves into the composed layout.  For a swizzle the
         header's algorithm of ``swizzle_layout.hpp`` (may decay to a plain Layout).
         Law: ``slice(c, L)(d) + offset == L(c with _ filled by d)`` for every ``d``."""
-        crd = L._norm_crd(crd)
+        crd = L.normalize_coord(crd)
         f = self._spec("slice_and_offset")
         if f is not None:
             return f(self, crd)  # type: ignore[no-any-return]
@@ -198,7 +198,7 @@ class ComposedLayout(LayoutLike):
 
     def domain_offset(self, crd: Any) -> tuple[ComposedLayout, int]:
         """``(ComposedLayout(A, O + B(c), B), 0)``."""
-        return ComposedLayout(self.layout_a, self.offset + self.layout_b(L._norm_crd(crd)),
+        return ComposedLayout(self.layout_a, self.offset + self.layout_b(L.normalize_coord(crd)),
                               self.layout_b), 0
 
     # -- complement / inverses -------------------------------------------------------------
@@ -289,7 +289,7 @@ class ComposedLayout(LayoutLike):
         """``upcast<N>``: with a :class:`SmemPtrFlag` offset (pointer_flagged.hpp) the swizzle
         is kept and the flag becomes ``smem_ptr_flag_bits<B*N>``; otherwise every part is
         upcast: ``composition(upcast<N>(A), O / N, upcast<N>(B))``."""
-        n = L._cast_factor(n, "upcast")
+        n = L.cast_factor(n, "upcast")
         if isinstance(self.offset, SmemPtrFlag):
             return composition3(self.layout_a, SmemPtrFlag(self.offset.bits * n),
                                 L.upcast(self.layout_b, n))
@@ -297,7 +297,7 @@ class ComposedLayout(LayoutLike):
                             L.upcast(self.layout_b, n))
 
     def downcast(self, n: int) -> Any:
-        n = L._cast_factor(n, "downcast")
+        n = L.cast_factor(n, "downcast")
         if isinstance(self.offset, SmemPtrFlag):
             if self.offset.bits % n:
                 raise LayoutError(f"downcast<{n}> of {self}: the flag's {self.offset.bits} "
@@ -310,8 +310,8 @@ class ComposedLayout(LayoutLike):
     def recast_layout(self, old_bits: int, new_bits: int) -> Any:
         """``recast_layout<Old, New>``: ratio ``new/old`` reduced, then up/downcast."""
         from math import gcd
-        old_bits = L._cast_factor(old_bits, "recast_layout")
-        new_bits = L._cast_factor(new_bits, "recast_layout")
+        old_bits = L.cast_factor(old_bits, "recast_layout")
+        new_bits = L.cast_factor(new_bits, "recast_layout")
         g = gcd(old_bits, new_bits)
         num, den = new_bits // g, old_bits // g
         out: Any = self
@@ -391,7 +391,7 @@ class ComposedLayout(LayoutLike):
         return hash((self.layout_a, str(self.offset), self.layout_b))
 
 
-def _is_static_zero(off: Any) -> bool:
+def is_static_zero(off: Any) -> bool:
     """``is_constant<0, Offset>``: an int 0 or a flag (both ``Int<0>``)."""
     return is_int(off) and int(off) == 0
 

@@ -69,7 +69,7 @@ def _tuple_of(*args: Any) -> Any:
 
 
 def _make_layout(*args: Any) -> Any:
-    if len(args) == 2 and isinstance(args[1], L._Major):
+    if len(args) == 2 and isinstance(args[1], L.Major):
         return Layout(_as_tuple(args[0], "make_layout"), args[1])
     if args and all(isinstance(a, (Layout, LayoutLike)) for a in args):
         return L.make_layout(*args)
@@ -80,12 +80,12 @@ def _make_layout(*args: Any) -> Any:
 
 def _composition(*args: Any) -> Any:
     if len(args) == 3:
-        return composition3(args[0], args[1], _as_fn(args[2]))
-    return L.composition(_as_fn(args[0]), args[1])
+        return composition3(args[0], args[1], shape_as_layout(args[2]))
+    return L.composition(shape_as_layout(args[0]), args[1])
 
 
 def _tile_to_shape(atom: Any, shape: Any, order: Any = L.LayoutLeft) -> Any:
-    return L.tile_to_shape(_as_fn(atom), shape, order)
+    return L.tile_to_shape(shape_as_layout(atom), shape, order)
 
 
 def _as_tuple(x: Any, what: str) -> Any:
@@ -94,7 +94,7 @@ def _as_tuple(x: Any, what: str) -> Any:
     return x
 
 
-def _as_fn(x: Any) -> Any:
+def shape_as_layout(x: Any) -> Any:
     """A bare int tuple where a layout is expected is a default (column-major) layout."""
     if isinstance(x, (tuple, int)) and not isinstance(x, bool):
         return Layout(x)
@@ -108,7 +108,7 @@ CONSTRUCTORS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "make_step": (_tuple_of, 0, 64), "make_tuple": (_tuple_of, 0, 64),
     "make_layout": (_make_layout, 1, 64),
     "composition": (_composition, 2, 3),
-    "make_composed_layout": (lambda a, o, b: ComposedLayout(a, o, _as_fn(b)), 3, 3),
+    "make_composed_layout": (lambda a, o, b: ComposedLayout(a, o, shape_as_layout(b)), 3, 3),
     "tile_to_shape": (_tile_to_shape, 2, 3),
 }
 
@@ -393,8 +393,8 @@ class _Offset:
 def _compose_text(first: Any, rest: Any) -> ComposedLayout:
     """``A o B`` is ``ComposedLayout(A, 0, B)``; ``A o O o B`` has offset ``O``."""
     if isinstance(rest, _Offset):
-        return ComposedLayout(_as_fn(first), rest.offset, _as_fn(rest.rest))
-    return ComposedLayout(_as_fn(first), 0, _as_fn(rest))
+        return ComposedLayout(shape_as_layout(first), rest.offset, shape_as_layout(rest.rest))
+    return ComposedLayout(shape_as_layout(first), 0, shape_as_layout(rest))
 
 
 def _check_positive(x: Any) -> None:
@@ -426,9 +426,9 @@ def run_parser(text: str, env: Mapping[str, int] | None, what: str, dynamic: boo
             out = p.expr()
         p.done()
         if what == "layout":
-            if isinstance(out, Underscore) or isinstance(out, L._Major):
+            if isinstance(out, Underscore) or isinstance(out, L.Major):
                 raise p.err("expected a layout")
-            out = _as_fn(out)
+            out = shape_as_layout(out)
             if not isinstance(out, (Layout, ComposedLayout, Swizzle)):
                 raise ParseError(f"expected a layout, got {out!r} in {text!r}")
         _check_positive(out)

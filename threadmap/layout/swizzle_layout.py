@@ -26,7 +26,7 @@ from threadmap.layout import layout as L
 from threadmap.layout.dispatch import register_overload
 from threadmap.layout.int_tuple import flatten_to_tuple, idx2crd
 from threadmap.layout.layout import Layout
-from threadmap.layout.layout_composed import ComposedLayout, _is_static_zero, composition3
+from threadmap.layout.layout_composed import ComposedLayout, composition3, is_static_zero
 from threadmap.layout.swizzle import Swizzle, make_swizzle
 from threadmap.layout.table import fast_table
 from threadmap.layout.underscore import Underscore
@@ -81,14 +81,14 @@ def _table(cl: ComposedLayout, dtype: Any, out: np.ndarray | None) -> np.ndarray
 
 @register_overload("composed.right_inverse", Swizzle)
 def _right_inverse(cl: ComposedLayout) -> Any:
-    if _is_static_zero(cl.offset):
+    if is_static_zero(cl.offset):
         return L.composition(L.right_inverse(cl.layout_b), cl.layout_a)
     return composition3(L.right_inverse(cl.layout_b), -int(cl.offset), cl.layout_a)
 
 
 @register_overload("composed.left_inverse", Swizzle)
 def _left_inverse(cl: ComposedLayout) -> Any:
-    if _is_static_zero(cl.offset):
+    if is_static_zero(cl.offset):
         return L.composition(L.left_inverse(cl.layout_b), cl.layout_a)
     return composition3(L.left_inverse(cl.layout_b), -int(cl.offset), cl.layout_a)
 
@@ -181,7 +181,7 @@ def swizzled_logical_product(layout: Layout, tiler: ComposedLayout) -> Any:
         raise LayoutError(f"swizzled_logical_product(Layout, Sw o O o Layout), got "
                           f"{layout!r}, {tiler!r}")
     sw, tb = _swizzled(tiler, "logical_product")
-    if not _is_static_zero(tiler.offset):
+    if not is_static_zero(tiler.offset):
         raise LayoutError("logical_product: Require Swizzle offset == 0.")
     new_layout = L.logical_product(layout, tiler.layout_b)
     B, M, S = sw.bits, sw.base, sw.shift

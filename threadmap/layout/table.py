@@ -9,16 +9,13 @@ disjoint.  See benchmarks/ for measurements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from threadmap.errors import LayoutError
-from threadmap.layout.int_tuple import flatten_to_tuple, is_int
-
-if TYPE_CHECKING:
-    from threadmap.layout.layout import Layout
-    from threadmap.layout.swizzle import Swizzle
+from threadmap.layout.int_tuple import check_int_tuple, flatten_to_tuple, is_int
+from threadmap.layout.swizzle import Swizzle
 
 _BLOCK = 1 << 15      # elements per block: fits L1/L2 with its scratch
 _INNER_MAX = 1 << 14  # target size of the inner (fastest) group of modes
@@ -51,7 +48,7 @@ def _split_modes(shp: list[int], std: list[int]) -> tuple[list[int], list[int]]:
     return out_s, out_d
 
 
-def fast_table(layout: Layout, sw: Swizzle | None = None, offset: int = 0, dtype: Any = None,
+def fast_table(layout: Any, sw: Swizzle | None = None, offset: int = 0, dtype: Any = None,
                out: np.ndarray | None = None) -> np.ndarray:
     """``sw(offset + layout(i))`` for every ``i < size(layout)`` (colex order).
 
@@ -63,11 +60,11 @@ def fast_table(layout: Layout, sw: Swizzle | None = None, offset: int = 0, dtype
     into ``out`` and the swizzle applied to the block in place with one reusable scratch.
     Law: ``fast_table(l, sw, o)[i] == sw(o + l(i))``; dtype int32 when every value fits.
     """
-    from threadmap.layout.layout import Layout
-    from threadmap.layout.swizzle import Swizzle
-
-    if not isinstance(layout, Layout):
+    # any shape:stride pair of int tuples (a Layout; this module sits below layout.py)
+    shape, stride = getattr(layout, "shape", None), getattr(layout, "stride", None)
+    if not isinstance(shape, (int, tuple)) or not isinstance(stride, (int, tuple)):
         raise LayoutError(f"fast_table needs a Layout, got {layout!r}")
+    check_int_tuple(shape, "int", "fast_table shape")
     if sw is not None and not isinstance(sw, Swizzle):
         raise LayoutError(f"fast_table: {sw!r} is not a Swizzle")
     if not is_int(offset):

@@ -19,21 +19,20 @@ from threadmap.layout.dispatch import LayoutLike
 from threadmap.layout.int_tuple import IntTuple, product_each
 from threadmap.layout.layout import (
     Layout,
-    _add,
-    _norm,
-    _norm_crd,
-    _rep,
+    add_offsets,
     cosize,
     depth,
     dice,
     make_identity_layout,
+    normalize_coord,
+    normalize_int_tuple,
     rank,
     size,
     slice_and_offset,
     zipped_divide,
 )
 from threadmap.layout.pointer_flagged import SmemPtrFlag
-from threadmap.layout.underscore import _, has_underscore
+from threadmap.layout.underscore import _, has_underscore, repeat_underscore
 
 __all__ = ["Tensor", "make_tensor", "make_identity_tensor", "local_tile", "local_partition",
            "inner_partition", "outer_partition"]
@@ -87,11 +86,11 @@ class Tensor(LayoutLike):
 
     def __call__(self, *crd: Any) -> Any:
         c: Any = crd[0] if len(crd) == 1 else tuple(crd)
-        c = _norm_crd(c)
+        c = normalize_coord(c)
         if has_underscore(c):
             sub, off = slice_and_offset(c, self.layout)
-            return Tensor(sub, _add(self.offset, off))
-        return _add(self.offset, self.layout(c))
+            return Tensor(sub, add_offsets(self.offset, off))
+        return add_offsets(self.offset, self.layout(c))
 
     def __getitem__(self, crd: Any) -> Any:
         return self(crd)
@@ -139,8 +138,8 @@ def _zipped_divide_tensor(t: Tensor, tiler: Any) -> Tensor:
 def inner_partition(tensor: Any, tiler: Any, coord: Any) -> Tensor:
     """Tile by ``tiler`` and index the *rest* mode with ``coord``, keeping the tile."""
     t = _zipped_divide_tensor(_as_tensor(tensor), tiler)
-    c0 = _rep(t.layout[0])
-    coord = _norm_crd(coord)
+    c0 = repeat_underscore(rank(t.layout[0]))
+    coord = normalize_coord(coord)
     if isinstance(coord, tuple):
         r1 = rank(t.layout[1])
         coord = coord + (_,) * (r1 - len(coord))
@@ -150,8 +149,8 @@ def inner_partition(tensor: Any, tiler: Any, coord: Any) -> Tensor:
 def outer_partition(tensor: Any, tiler: Any, coord: Any) -> Tensor:
     """Tile by ``tiler`` and index the *tile* mode with ``coord``, keeping the rest."""
     t = _zipped_divide_tensor(_as_tensor(tensor), tiler)
-    c1 = _rep(t.layout[1])
-    coord = _norm_crd(coord)
+    c1 = repeat_underscore(rank(t.layout[1]))
+    coord = normalize_coord(coord)
     if isinstance(coord, tuple):
         r0 = rank(t.layout[0])
         coord = coord + (_,) * (r0 - len(coord))
@@ -161,10 +160,10 @@ def outer_partition(tensor: Any, tiler: Any, coord: Any) -> Tensor:
 def local_tile(tensor: Any, tiler: Any, coord: Any, proj: Any = None) -> Tensor:
     """CTA-level tiling: the tile of ``tensor`` at ``coord`` (``proj``: a Step, with ``_``
     for X, selecting which modes of tiler and coord apply)."""
-    tiler = _norm(tiler) if not isinstance(tiler, Layout) else tiler
+    tiler = normalize_int_tuple(tiler) if not isinstance(tiler, Layout) else tiler
     if proj is not None:
         tiler = dice(proj, tiler)
-        coord = dice(proj, _norm_crd(coord))
+        coord = dice(proj, normalize_coord(coord))
     return inner_partition(tensor, tiler, coord)
 
 

@@ -28,6 +28,11 @@ class Underscore:
 _ = Underscore()
 
 
+def repeat_underscore(n: int) -> Any:
+    """CuTe ``repeat<n>(_)``: a bare ``_`` for ``n == 1``, else a tuple of ``n`` of them."""
+    return _ if n == 1 else (_,) * n
+
+
 def has_underscore(c: Any) -> bool:
     """Whether the coordinate ``c`` contains ``_`` anywhere (iteratively: no recursion limit)."""
     stack = [c]

@@ -22,18 +22,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from threadmap.errors import AtomError, LayoutError
-from threadmap.layout.atom.copy_traits import CopyOp, _cxx_type, get_copy_op, type_bits
+from threadmap.layout.atom.copy_traits import CopyOp, cxx_type_name, get_copy_op, type_bits
 from threadmap.layout.atom.tile_ops import (
-    _compose,
-    _layout_of,
-    _rep,
-    _shape,
-    _size,
-    _slice,
-    _tiler_str,
-    _zip_layout,
-    _zipped_divide,
+    compose_like,
+    layout_of,
     make_compact_layout,
+    shape_of,
+    size_of,
+    slice_like,
+    tiler_str,
+    zip_layout,
+    zipped_divide_like,
 )
 from threadmap.layout.int_tuple import product_each, wrap
 from threadmap.layout.layout import (
@@ -51,7 +50,7 @@ from threadmap.layout.layout import (
     zipped_divide,
 )
 from threadmap.layout.tensor import Tensor
-from threadmap.layout.underscore import _
+from threadmap.layout.underscore import _, repeat_underscore
 
 if TYPE_CHECKING:
     from threadmap.layout.atom.mma_atom import TiledMMA
@@ -85,11 +84,11 @@ class CopyAtom:
             try:
                 vl = bl if bits == 1 else upcast(bl, bits)
             except LayoutError as e:
-                raise AtomError(f"Copy_Atom<{self.op.name}, {_cxx_type(self.val_type)}>: the {which} "
+                raise AtomError(f"Copy_Atom<{self.op.name}, {cxx_type_name(self.val_type)}>: the {which} "
                                 f"bit layout {bl} cannot be recast to {bits}-bit values: {e}") from None
             if size(vl[0]) != nthr:
                 raise AtomError(f"CopyOperation is not valid for {which} of ValType "
-                                f"(Copy_Atom<{self.op.name}, {_cxx_type(self.val_type)}>)")
+                                f"(Copy_Atom<{self.op.name}, {cxx_type_name(self.val_type)}>)")
             object.__setattr__(self, f"val_layout_{which.lower()}", vl)
 
     @property
@@ -111,7 +110,7 @@ class CopyAtom:
 
     @property
     def cxx_type(self) -> str:
-        return f"Copy_Atom<{self.op.name}, {_cxx_type(self.val_type)}>"
+        return f"Copy_Atom<{self.op.name}, {cxx_type_name(self.val_type)}>"
 
 
 def _atom(x: CopyAtom | tuple[Any, Any]) -> CopyAtom:
@@ -179,14 +178,14 @@ class TiledCopy:
         """``tile_size<I...>(tiled_copy) = size<I...>(Tiler_MN)``."""
         t = self.tiler_mn
         if i is None:
-            return _size(t)
-        return _size(wrap(t)[i])
+            return size_of(t)
+        return size_of(wrap(t)[i])
 
     def __len__(self) -> int:
         return self.tiled_num_thr
 
     def __repr__(self) -> str:
-        return (f"TiledCopy({self.atom.cxx_type}, Tiler_MN={_tiler_str(self.tiler_mn)}, "
+        return (f"TiledCopy({self.atom.cxx_type}, Tiler_MN={tiler_str(self.tiler_mn)}, "
                 f"TiledLayout_TV={self.layout_tv})")
 
     # -- partitioning ---------------------------------------------------------------------------
@@ -201,50 +200,50 @@ class TiledCopy:
         atom_layout_tv = zipped_divide(self.layout_tv, (make_compact_layout(self.atom_num_thr),
                                                         make_compact_layout(self.atom_num_val)))
         trg_layout_tv = composition(atom_layout_tv, (ref2trg, _))
-        thrval2mn = coalesce(_zip_layout(trg_layout_tv), (1, (1, 1)))
-        tv_tensor = _compose(tensor, thrval2mn, _)
-        return _slice(tv_tensor, ((_, _), _))
+        thrval2mn = coalesce(zip_layout(trg_layout_tv), (1, (1, 1)))
+        tv_tensor = compose_like(tensor, thrval2mn, _)
+        return slice_like(tv_tensor, ((_, _), _))
 
     def tidfrg_S(self, stensor: Any) -> Any:
         """Tile a source tensor (or layout) ``(M,N,...)`` to ``(Thr,(FrgV,FrgX),(RestM,RestN,...))``."""
         self._check_rank(stensor)
-        return self.tile2thrfrg(_zipped_divide(stensor, self.tiler_mn), self._ref2src())
+        return self.tile2thrfrg(zipped_divide_like(stensor, self.tiler_mn), self._ref2src())
 
     def tidfrg_D(self, dtensor: Any) -> Any:
         """Tile a destination tensor (or layout) as :meth:`tidfrg_S` with the Dst layout."""
         self._check_rank(dtensor)
-        return self.tile2thrfrg(_zipped_divide(dtensor, self.tiler_mn), self._ref2dst())
+        return self.tile2thrfrg(zipped_divide_like(dtensor, self.tiler_mn), self._ref2dst())
 
     def _check_rank(self, t: Any) -> None:
-        if rank(_layout_of(t)) < len(wrap(self.tiler_mn)):
+        if rank(layout_of(t)) < len(wrap(self.tiler_mn)):
             raise AtomError("Rank of tensor to be partitioned too small.")
 
     def retile(self, tensor: Any) -> Any:
         """``TiledCopy::retile``: view a per-thread fragment ``(V, M, N, ...)`` (e.g. an MMA
         partition) as ``((AtomVal, RestVal), RestM, RestN, ...)`` in this copy's value order."""
-        lay = _layout_of(tensor)
+        lay = layout_of(tensor)
         r = rank(lay)
         v = size(lay[0])
         frg_layout_mn = upcast(composition(right_inverse(self.layout_tv),
-                                           make_compact_layout(_shape(self.tiler_mn))),
+                                           make_compact_layout(shape_of(self.tiler_mn))),
                                self.tiled_num_thr * v)
         frg_layout_v = zipped_divide(
             logical_product(make_compact_layout(v), right_inverse(frg_layout_mn)),
             make_compact_layout(self.atom_num_val))
         tiler = (v,) + tuple(wrap(product_each(frg_layout_mn.shape)))
-        t_tensor = _zipped_divide(tensor, tiler)
-        v_tensor = _compose(t_tensor, frg_layout_v, _)
+        t_tensor = zipped_divide_like(tensor, tiler)
+        v_tensor = compose_like(t_tensor, frg_layout_v, _)
         rest = 0 if r == 1 else (0,) + (_,) * (r - 1)
-        return _slice(v_tensor, (_, rest))
+        return slice_like(v_tensor, (_, rest))
 
     def get_layoutS_TV(self) -> Layout:
         """(thr_idx, val_idx) -> (M,N) of the source side (``get_layoutS_TV``)."""
-        ref_s = make_compact_layout((_shape(self.tiler_mn), 1))
+        ref_s = make_compact_layout((shape_of(self.tiler_mn), 1))
         return self.tile2thrfrg(ref_s, self._ref2src())((_, _, 0))
 
     def get_layoutD_TV(self) -> Layout:
         """(thr_idx, val_idx) -> (M,N) of the destination side (``get_layoutD_TV``)."""
-        ref_d = make_compact_layout((_shape(self.tiler_mn), 1))
+        ref_d = make_compact_layout((shape_of(self.tiler_mn), 1))
         return self.tile2thrfrg(ref_d, self._ref2dst())((_, _, 0))
 
     def get_slice(self, thr_idx: Any) -> ThrCopy:
@@ -266,7 +265,7 @@ class ThrCopy:
 
     def _part(self, thr: Any, t: Any) -> Tensor:
         t = t if isinstance(t, Tensor) else Tensor(t, 0)
-        return thr((self.thr_idx, _, _rep(rank(t.layout))))
+        return thr((self.thr_idx, _, repeat_underscore(rank(t.layout))))
 
     def partition_S(self, stensor: Any) -> Tensor:
         """This thread's source elements: ``tidfrg_S(stensor)(thr_idx, _, repeat<R>(_))``."""

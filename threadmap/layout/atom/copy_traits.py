@@ -68,7 +68,7 @@ def type_bits(t: str | int) -> int:
                         "or a bit count") from None
 
 
-def _cxx_type(t: str | int) -> str:
+def cxx_type_name(t: str | int) -> str:
     if isinstance(t, int):
         return _UINT_BY_BITS.get(t, f"uint_bit_t<{t}>")
     return _SHORT_TYPES.get(t, t)
@@ -106,7 +106,7 @@ def UniversalCopy(s: str | int, d: str | int | None = None) -> CopyOp:
     sb, db = type_bits(s), type_bits(d)
     if sb < 8 or db < 8:
         raise AtomError("UniversalCopy requires sizeof_bits_v<S> >= 8 and sizeof_bits_v<D> >= 8")
-    name = f"UniversalCopy<{_cxx_type(s)}>" if s == d else f"UniversalCopy<{_cxx_type(s)},{_cxx_type(d)}>"
+    name = f"UniversalCopy<{cxx_type_name(s)}>" if s == d else f"UniversalCopy<{cxx_type_name(s)},{cxx_type_name(d)}>"
     return CopyOp(name, make_compact_layout(1), _universal_bits(sb), _universal_bits(db),
                   _universal_bits(sb), sb, db)
 
@@ -119,7 +119,7 @@ def _cp_async(base: str, s: str | int, d: str | int | None, sizes: tuple[int, ..
     if sb not in sizes:
         raise AtomError(f"{base}: cp.async sizeof(TS) = {sb // 8} bytes is not supported "
                         f"(allowed: {', '.join(str(b // 8) for b in sizes)})")
-    name = f"{base}<{_cxx_type(s)}>" if s == d else f"{base}<{_cxx_type(s)},{_cxx_type(d)}>"
+    name = f"{base}<{cxx_type_name(s)}>" if s == d else f"{base}<{cxx_type_name(s)},{cxx_type_name(d)}>"
     return CopyOp(name, make_compact_layout(1), _universal_bits(sb), _universal_bits(db),
                   _universal_bits(sb), sb, db)
 

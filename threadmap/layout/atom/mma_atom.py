@@ -14,16 +14,15 @@ from typing import Any
 from threadmap.errors import AtomError
 from threadmap.layout.atom.mma_traits import MMAAtom, get_mma_atom
 from threadmap.layout.atom.tile_ops import (
-    _as_tile_mode,
-    _compose,
-    _layout_of,
-    _like,
-    _logical_divide,
-    _rep,
-    _size,
-    _tiler_str,
-    _zipped_divide,
+    as_tile_mode,
+    compose_like,
+    layout_of,
+    logical_divide_like,
     make_compact_layout,
+    rewrap,
+    size_of,
+    tiler_str,
+    zipped_divide_like,
 )
 from threadmap.layout.layout import (
     Layout,
@@ -39,7 +38,7 @@ from threadmap.layout.layout import (
     zipped_divide,
 )
 from threadmap.layout.tensor import Tensor
-from threadmap.layout.underscore import Underscore, _
+from threadmap.layout.underscore import Underscore, _, repeat_underscore
 
 __all__ = ["TiledMMA", "ThrMMA", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
            "partition_shape_C"]
@@ -75,7 +74,7 @@ class TiledMMA:
 
     def __repr__(self) -> str:
         return (f"TiledMMA({self.atom.name}, ThrLayoutVMNK={self.thr_layout_vmnk}, "
-                f"PermutationMNK=({','.join(_tiler_str(p) for p in self.permutation)}))")
+                f"PermutationMNK=({','.join(tiler_str(p) for p in self.permutation)}))")
 
     def __len__(self) -> int:
         return size(self.thr_layout_vmnk)
@@ -93,7 +92,7 @@ class TiledMMA:
 
     def tile_size_mnk(self, i: int) -> int:
         """``tile_size_mnk<I>() = size(permutation_mnk<I>())``."""
-        return _size(self.permutation_mnk(i))
+        return size_of(self.permutation_mnk(i))
 
     @property
     def tile_shape(self) -> tuple[int, int, int]:
@@ -101,18 +100,18 @@ class TiledMMA:
 
     def _thrfrg(self, tensor: Any, a: int, b: int, atom_tv: Layout, ta: int, tb: int) -> Any:
         self._check(tensor)
-        t_tile = (_as_tile_mode(self.permutation_mnk(a)), _as_tile_mode(self.permutation_mnk(b)))
-        t_tensor = _logical_divide(tensor, t_tile)
+        t_tile = (as_tile_mode(self.permutation_mnk(a)), as_tile_mode(self.permutation_mnk(b)))
+        t_tensor = logical_divide_like(tensor, t_tile)
         m, n = self.atom.shape_mnk[a], self.atom.shape_mnk[b]
-        a_tensor = _zipped_divide(t_tensor, (make_compact_layout(m), make_compact_layout(n)))
-        tv_tensor = _compose(a_tensor, atom_tv, _)
+        a_tensor = zipped_divide_like(t_tensor, (make_compact_layout(m), make_compact_layout(n)))
+        tv_tensor = compose_like(a_tensor, atom_tv, _)
         thr_tile = (_, (make_compact_layout(size(self.thr_layout_vmnk[ta])),
                         make_compact_layout(size(self.thr_layout_vmnk[tb]))))
-        return _like(tv_tensor, zipped_divide(_layout_of(tv_tensor), thr_tile))
+        return rewrap(tv_tensor, zipped_divide(layout_of(tv_tensor), thr_tile))
 
     @staticmethod
     def _check(t: Any) -> None:
-        if rank(_layout_of(t)) < 2:
+        if rank(layout_of(t)) < 2:
             raise AtomError("a tensor partitioned by a TiledMMA needs rank >= 2")
 
     def thrfrg_C(self, ctensor: Any) -> Any:
@@ -169,7 +168,7 @@ class ThrMMA:
         t = thr_tensor if isinstance(thr_tensor, Tensor) else Tensor(thr_tensor, 0)
         v = self.thr_vmnk
         r11 = rank(t.layout[1][1])
-        return t(((v[0], (v[i], v[j])), (_, _rep(r11))))
+        return t(((v[0], (v[i], v[j])), (_, repeat_underscore(r11))))
 
     def partition_C(self, ctensor: Any) -> Tensor:
         """``thrfrg_C(ctensor)((v,(m,n)), (_, repeat(_)))``: ``(MMA, MMA_M, MMA_N, ...)``."""
@@ -232,7 +231,7 @@ def _partition_shape(mma: TiledMMA, shp: Any, which: str) -> Any:
     dummy = make_compact_layout(shp)
     tv = {"A": mma.thrfrg_A, "B": mma.thrfrg_B, "C": mma.thrfrg_C}[which](dummy)
     r = rank(dummy)
-    return tv((0, (_, _rep(r)))).shape
+    return tv((0, (_, repeat_underscore(r)))).shape
 
 
 def partition_shape_C(mma: TiledMMA, shape_mn: Any) -> Any:

@@ -10,7 +10,7 @@ for the element-offset function).
 from __future__ import annotations
 
 from threadmap.errors import LayoutError
-from threadmap.layout.int_tuple import is_int as _is_int
+from threadmap.layout.int_tuple import is_int
 from threadmap.layout.layout import Layout
 from threadmap.layout.layout_composed import ComposedLayout
 from threadmap.layout.pointer_flagged import SmemPtrFlag
@@ -65,7 +65,7 @@ def gmma_layout_atom(major: str, swizzle: str, element_bits: int) -> ComposedLay
     :meth:`ComposedLayout.as_position_independent_swizzle_layout` for the element-offset
     function.  Law: the atom spans ``128 << b`` bytes x 8 rows.
     """
-    if not _is_int(element_bits) or element_bits <= 0 or element_bits & (element_bits - 1) \
+    if not is_int(element_bits) or element_bits <= 0 or element_bits & (element_bits - 1) \
             or element_bits > 128:
         raise LayoutError(f"GMMA atoms need a power-of-two element width <= 128 bits, "
                           f"got {element_bits}")

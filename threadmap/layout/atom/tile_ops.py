@@ -12,7 +12,6 @@ from threadmap.errors import AtomError, LayoutError
 from threadmap.layout.int_tuple import product
 from threadmap.layout.layout import Layout, composition, logical_divide, size, zipped_divide
 from threadmap.layout.tensor import Tensor
-from threadmap.layout.underscore import _
 
 
 def make_compact_layout(shape: Any) -> Layout:
@@ -21,48 +20,48 @@ def make_compact_layout(shape: Any) -> Layout:
     return Layout(shape)
 
 
-def _as_tile_mode(t: Any) -> Any:
+def as_tile_mode(t: Any) -> Any:
     """A tiler mode as CuTe applies it: an integer ``n`` is ``make_layout(n)``."""
     if isinstance(t, bool):
         raise AtomError(f"bad tiler mode {t!r}")
     if isinstance(t, int):
         return make_compact_layout(t)
     if isinstance(t, tuple):
-        return tuple(_as_tile_mode(x) for x in t)
+        return tuple(as_tile_mode(x) for x in t)
     return t
 
 
-def _layout_of(x: Any) -> Layout:
+def layout_of(x: Any) -> Layout:
     return x.layout if isinstance(x, Tensor) else x
 
 
-def _like(x: Any, layout: Layout) -> Any:
+def rewrap(x: Any, layout: Layout) -> Any:
     """A Tensor with ``x``'s offset when ``x`` is a Tensor, else the layout."""
     return Tensor(layout, x.offset) if isinstance(x, Tensor) else layout
 
 
-def _slice(x: Any, crd: Any) -> Any:
+def slice_like(x: Any, crd: Any) -> Any:
     """``x(crd)`` with ``_`` in ``crd`` (CuTe slicing); a Tensor's offset advances by the
     offset of the fixed coordinates, as CuTe advances the data pointer."""
     return x(crd)
 
 
-def _compose(x: Any, *tilers: Any) -> Any:
+def compose_like(x: Any, *tilers: Any) -> Any:
     """``x.compose(t0, t1, ...)`` = ``composition(x, make_tile(t0, t1, ...))`` (Layout or Tensor)."""
-    lay = _layout_of(x)
+    lay = layout_of(x)
     tiler = tilers[0] if len(tilers) == 1 else tuple(tilers)
-    return _like(x, composition(lay, tiler))
+    return rewrap(x, composition(lay, tiler))
 
 
-def _zipped_divide(x: Any, tiler: Any) -> Any:
-    return _like(x, zipped_divide(_layout_of(x), _as_tile_mode(tiler)))
+def zipped_divide_like(x: Any, tiler: Any) -> Any:
+    return rewrap(x, zipped_divide(layout_of(x), as_tile_mode(tiler)))
 
 
-def _logical_divide(x: Any, tiler: Any) -> Any:
-    return _like(x, logical_divide(_layout_of(x), _as_tile_mode(tiler)))
+def logical_divide_like(x: Any, tiler: Any) -> Any:
+    return rewrap(x, logical_divide(layout_of(x), as_tile_mode(tiler)))
 
 
-def _zip_layout(layout: Layout) -> Layout:
+def zip_layout(layout: Layout) -> Layout:
     """``zip(layout)``: ``((a,b),(c,d))`` -> ``((a,c),(b,d))`` (transpose of a rank-2 of rank-2)."""
     def z(t: Any) -> Any:
         if isinstance(t, tuple):
@@ -76,26 +75,22 @@ def _zip_layout(layout: Layout) -> Layout:
     return Layout(z(layout.shape), z(layout.stride))
 
 
-def _rep(n: int) -> Any:
-    """``repeat<n>(_)``: a bare ``_`` for ``n == 1``."""
-    return _ if n == 1 else (_,) * n
 
-
-def _shape(x: Any) -> Any:
+def shape_of(x: Any) -> Any:
     if isinstance(x, (Layout, Tensor)):
         return x.shape
     if isinstance(x, tuple):
-        return tuple(_shape(t) for t in x)
+        return tuple(shape_of(t) for t in x)
     return x
 
 
-def _size(x: Any) -> int:
+def size_of(x: Any) -> int:
     if isinstance(x, (Layout, Tensor)):
-        return size(_layout_of(x))
-    return product(_shape(x))
+        return size(layout_of(x))
+    return product(shape_of(x))
 
 
-def _tiler_str(t: Any) -> str:
+def tiler_str(t: Any) -> str:
     if isinstance(t, tuple):
-        return "(" + ",".join(_tiler_str(x) for x in t) + ")"
+        return "(" + ",".join(tiler_str(x) for x in t) + ")"
     return str(t)
