@@ -451,7 +451,7 @@ def _targets(paths: tuple[str, ...]) -> tuple[list[Path], list[SpecErrorModel]]:
 
 
 def _prove_out(files: list[Path], missing: list[SpecErrorModel], fmt: str, output: str | None,
-               timeout: float) -> int:
+               timeout: float, check_expected: bool = False) -> int:
     """Prove ``files`` and write the report (``threadmap prove`` and ``verify --engine z3``)."""
     from rich.console import Console
 
@@ -472,6 +472,14 @@ def _prove_out(files: list[Path], missing: list[SpecErrorModel], fmt: str, outpu
         write({"json": to_json, "junit": prove_to_junit, "sarif": prove_to_sarif}[fmt](report))
     for bad in report.errors:
         click.echo(f"threadmap: error: {_one_line(bad.message)}", err=True)
+    if check_expected:
+        from threadmap.prove.expected import expected_outcome
+
+        status, mismatches = expected_outcome(report)
+        for path, why in mismatches.items():
+            for w in why:
+                click.echo(f"threadmap: {path}: not as expected: {_one_line(w)}", err=True)
+        return status
     return report.exit_code
 
 
@@ -484,7 +492,9 @@ def _prove_out(files: list[Path], missing: list[SpecErrorModel], fmt: str, outpu
 @click.option("-o", "--output", default=None, help="write the report to this file instead of stdout")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=86400), default=120.0, show_default=True,
               callback=_finite, help="seconds per spec; the solver is stopped and its properties are UNKNOWN")
-def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: float) -> None:
+@click.option("--check-expected", is_flag=True,
+              help="exit 0 when every spec's proof is what its expect: block says (verdict and failing_checks)")
+def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: float, check_expected: bool) -> None:
     """Prove coverage, predicates, dataflow, bank conflicts, aliasing and the grid limits
     for every size in the spec's ranges (and under its assume: relations).
 
@@ -495,11 +505,12 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output: str | None, timeout: flo
 
     Each property is PROVED, REFUTED (with sizes where the simulator shows the finding) or
     UNKNOWN (a premise of the method fails, or the time limit: never a pass).
-    Exit status: 0 everything proved, 1 a property refuted or unknown, 2 invalid spec or
-    usage, 3 internal error.
+    Exit status: 0 everything proved (with --check-expected: every proof as its spec's expect:
+    block says), 1 a property refuted or unknown (not as expected), 2 invalid spec or usage,
+    3 internal error.
     """
     files, missing = _targets(paths)
-    sys.exit(_prove_out(files, missing, fmt, output, timeout))
+    sys.exit(_prove_out(files, missing, fmt, output, timeout, check_expected))
 
 
 # ----------------------------------------------------------------------------- gpu / diff

@@ -63,7 +63,7 @@ from threadmap.simulate.engine import Simulator
 from threadmap.spec.expr import BLOCK_NAMES, Interval
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import SizeRange
-from threadmap.verify.coalescing import Coalescing, bad_accesses, access_legality, instruction_stats
+from threadmap.verify.coalescing import Coalescing, access_legality, bad_accesses, instruction_stats
 from threadmap.verify.vectorize import Vectorize
 
 MAX_BITS = 128
