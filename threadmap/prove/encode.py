@@ -390,7 +390,7 @@ def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str,
     return out
 
 
-def class_values(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any]
+def class_values(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any], n: int
                  ) -> tuple[list[Any], list[Any]]:
     """The components of :func:`class_terms` (the same terms, in the same order) and the
     preferences, over numpy arrays of size assignments ``env``."""
@@ -403,9 +403,9 @@ def class_values(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str,
         if key in keys:
             continue
         keys.add(key)
-        vals.append(np.broadcast_to(nt, next(iter(env.values())).shape))
+        vals.append(np.broadcast_to(nt, (n,)))
         if npref is not None:
-            prefs.append(np.broadcast_to(npref, next(iter(env.values())).shape))
+            prefs.append(np.broadcast_to(npref, (n,)))
     return vals, prefs
 
 
@@ -523,12 +523,12 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     so every member's tile types are among some representative's (the classes' argument)."""
     terms = class_terms(space, modes)
     env = _box(space)
-    ok = np.ones(next(iter(env.values())).shape, dtype=bool)
+    ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
     for r in space.relations:
         ok &= np.asarray(r.apply(env), dtype=bool)
     env = {k: v[ok] for k, v in env.items()}
-    vals, prefs = class_values(space, modes, env)
-    n = env[space.names[0]].size if space.names else 0
+    n = int(ok.sum())
+    vals, prefs = class_values(space, modes, env, n)
     key = np.stack([*vals], axis=1) if vals else np.zeros((n, 0), dtype=np.int64)
     pat = np.stack(prefs, axis=1) if prefs else np.zeros((n, 0), dtype=bool)
     sizes = np.stack([env[k] for k in space.names], axis=1) if space.names else np.zeros((n, 0), dtype=np.int64)
