@@ -175,17 +175,19 @@ def test_time_limit_gives_unknown_and_exit_1() -> None:
     assert by["bank_conflicts"]["status"] == "REFUTED"  # the first class already shows the 8-way conflict
 
 
-def test_prove_agrees_with_verify_on_generated_specs() -> None:
-    """40 hypothesis-generated specs (tests/prove_agreement.py: copies, transposes, tiled
-    copies into plain, padded and swizzled smem, CUTLASS thread maps): every PROVED property
-    holds at 12 random sizes of its range, every REFUTED one replays; 0 disagreements."""
+@pytest.mark.parametrize("seed", [20261202, 20261203, 20261204, 20261205])
+def test_prove_agrees_with_verify_on_generated_specs(seed: int) -> None:
+    """4 x 10 hypothesis-generated specs (tests/prove_agreement.py: copies, transposes, tiled
+    copies into plain, padded and swizzled smem, CUTLASS thread maps), one seed per test so
+    that workers share them: every PROVED property holds at 12 random sizes of its range,
+    every REFUTED one replays; 0 disagreements."""
     from tests.prove_agreement import run
 
-    count, disagreements, counts = run(40, 20261201, show=False)
+    count, disagreements, counts = run(10, seed, show=False)
     assert not disagreements, disagreements
-    assert count == 40
+    assert count == 10
     decided = sum(v for k, v in counts.items() if k.endswith(("PROVED", "REFUTED")))
-    assert decided >= 150  # the generator makes specs that are proved and refuted, not only invalid ones
+    assert decided >= 37  # 150 of 40 specs before: the generator makes specs that are proved and refuted
     assert sum(v for k, v in counts.items() if k.startswith(("vectorize:REFUTED", "coalescing:REFUTED"))) >= 1
 
 

@@ -57,7 +57,7 @@ def test_size_classes_are_the_solvers_classes(name: str) -> None:
     """The classes read off small sizes and completed by z3 are those z3 enumerates one by one,
     and each representative lies in its class."""
     _, space, _, modes, _ = _setup(ROOT / "specs" / "ranges" / name)
-    fast = size_classes(space, modes, 60_000)
+    fast = list(size_classes(space, modes, 60_000))
     slow = list(enumerate_classes(space, class_terms(space, modes), 60_000))
     assert {c.values for c in fast} == {c.values for c in slow}
     terms = class_terms(space, modes)

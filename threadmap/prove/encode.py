@@ -427,14 +427,17 @@ def timed_check(s: z3.Solver, deadline: float | None) -> Any:
 
 
 def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
-                deadline: float | None = None) -> z3.ModelRef | None:
+                deadline: float | None = None, size_vars: Sequence[Any] | None = None) -> z3.ModelRef | None:
     """A model with ``extra``, smallest size bound first; None when there is none (one
-    unbounded query answers that, without the bounded tiers)."""
+    unbounded query answers that, without the bounded tiers).  ``size_vars``: the sizes as
+    ``s`` holds them (default: ``space.vars``)."""
+    vs = list(space.vars.values()) if size_vars is None else list(size_vars)
+
     def solve(bound: int | None) -> z3.ModelRef | None:
         s.push()
         s.add(*extra)
         if bound is not None:
-            s.add(*[z3.ULE(v, bound) for v in space.vars.values()])
+            s.add(*[z3.ULE(v, bound) for v in vs])
         r = timed_check(s, deadline)
         m = s.model() if r == z3.sat else None
         s.pop()
@@ -511,7 +514,7 @@ def _box(space: SizeSpace) -> dict[str, np.ndarray]:
 
 
 def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
-                 deadline: float | None = None) -> list[SizeClass]:
+                 deadline: float | None = None) -> Iterator[SizeClass]:
     """Representatives covering every class reachable under the constraints, as
     :func:`enumerate_classes` defines them, in a canonical order (smallest sizes first) and
     found without a solver query per class: the classes of a grid of small sizes are read
@@ -520,7 +523,9 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     added, with :func:`enumerate_classes`'s choice of representative, until there is none.
 
     A representative covers the members of its class whose preferences it satisfies too;
-    so every member's tile types are among some representative's (the classes' argument)."""
+    so every member's tile types are among some representative's (the classes' argument).
+    The small sizes' classes come first, before the solver is asked (a property refuted
+    there is refuted early, whatever the time limit)."""
     terms = class_terms(space, modes)
     env = _box(space)
     ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
@@ -553,39 +558,45 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     found: list[tuple[tuple[int, ...], tuple[int, ...]]] = [(c, s) for c, h in reps.items() for s in h.values()]
     if len(found) > MAX_CLASSES:
         raise Unsupported(f"more than {MAX_CLASSES} size classes")
-    # z3: a size assignment that no representative covers
-    s = z3.Solver()
+    found.sort(key=lambda cs: (max(cs[1], default=0), cs[1]))
+    for c, rep in found:
+        yield SizeClass(c, dict(zip(space.names, rep, strict=True)))
+    # z3: a size assignment that no representative covers.  In a context of its own, so that
+    # the models (representatives) do not depend on what the process asked z3 before
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
     s.set("timeout", timeout_ms)
-    s.add(*space.constraints())
-    zprefs = [p for _, _, p in terms if p is not None]
+    s.add(*[c.translate(ctx) for c in space.constraints()])
+    zterms = [t.e.translate(ctx) for _, t, _ in terms]
+    zprefs = [p.translate(ctx) for _, _, p in terms if p is not None]
+    zvars = [v.translate(ctx) for v in space.vars.values()]
 
     def block(c: tuple[int, ...], p: tuple[bool, ...]) -> None:
-        same = [t.e == v for (_, t, _), v in zip(terms, c, strict=True)]
+        same = [t == v for t, v in zip(zterms, c, strict=True)]
         s.add(z3.Not(z3.And(*same, *[z3.Not(zp) for zp, b in zip(zprefs, p, strict=True) if not b])))
 
     for c, h in reps.items():
         for p in h:
             block(c, p)
-    extra: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    extra = 0
     while True:
-        m = first_model(s, space, [], deadline)
+        m = first_model(s, space, [], deadline, zvars)
         if m is None:
             break
-        c = tuple(m.eval(t.e, model_completion=True).as_long() for _, t, _ in terms)
-        same = [t.e == v for (_, t, _), v in zip(terms, c, strict=True)]
-        best = first_model(s, space, same + zprefs, deadline) if zprefs else m
+        c = tuple(m.eval(t, model_completion=True).as_long() for t in zterms)
+        same = [t == v for t, v in zip(zterms, c, strict=True)]
+        best = first_model(s, space, same + zprefs, deadline, zvars) if zprefs else m
         subs = [best] if best is not None else [
             sub for bits in itertools.product((True, False), repeat=len(zprefs))
             if (sub := first_model(s, space, same + [p if b else z3.Not(p) for p, b in
-                                                     zip(zprefs, bits, strict=True)], deadline)) is not None]
+                                                     zip(zprefs, bits, strict=True)], deadline, zvars)) is not None]
         for sub in subs:
-            rep = tuple(sub.eval(v, model_completion=True).as_long() for v in space.vars.values())
+            rep = tuple(sub.eval(v, model_completion=True).as_long() for v in zvars)
             p = tuple(bool(z3.is_true(sub.eval(zp, model_completion=True))) for zp in zprefs)
-            extra.append((c, rep))
+            extra += 1
+            if len(found) + extra > MAX_CLASSES:
+                raise Unsupported(f"more than {MAX_CLASSES} size classes")
+            yield SizeClass(c, dict(zip(space.names, rep, strict=True)))
             block(c, p)
         if not terms:
             break
-        if len(found) + len(extra) > MAX_CLASSES:
-            raise Unsupported(f"more than {MAX_CLASSES} size classes")
-    allreps = sorted(found, key=lambda cs: (max(cs[1], default=0), cs[1])) + extra
-    return [SizeClass(c, dict(zip(space.names, rep, strict=True))) for c, rep in allreps]

@@ -31,7 +31,7 @@ import itertools
 import multiprocessing as mp
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +302,7 @@ def _class_verdicts(loaded: LoadedSpec, env: dict[str, int], ref: list[Any], wan
     return None
 
 
-def _class_list(space: SizeSpace, modes: list[TiledMode], timeout_ms: int, deadline: float) -> list[SizeClass]:
+def _class_list(space: SizeSpace, modes: list[TiledMode], timeout_ms: int, deadline: float) -> Iterator[SizeClass]:
     return size_classes(space, modes, timeout_ms, deadline)
 
 
