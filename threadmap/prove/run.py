@@ -277,6 +277,13 @@ def _findings(run: Any, checks: Sequence[str], prop: str) -> tuple[list[Finding]
 ClassPass = tuple[int, dict[str, PropertyResult], str | None]
 
 
+def _settled(prop: str, refuted: dict[str, PropertyResult]) -> bool:
+    """Whether later classes cannot change ``prop``'s result: it is refuted, and (predicates)
+    with a precondition; a predicates witness without one gives way to the first that has
+    one (the weakest precondition is what ``assume:`` takes)."""
+    return prop in refuted and (prop != "predicates" or bool(refuted[prop].precondition))
+
+
 def _class_verdicts(loaded: LoadedSpec, env: dict[str, int], ref: list[Any], want: frozenset[str],
                     refuted: dict[str, PropertyResult]) -> str | None:
     """Verify the representative at ``env`` (the checks ``want``) and record in ``refuted`` each
@@ -291,10 +298,10 @@ def _class_verdicts(loaded: LoadedSpec, env: dict[str, int], ref: list[Any], wan
     if run.totals == "partial" or any("partial" in n for n in run.notes):
         return f"the grid at {env} was not enumerated whole"
     for prop, checks in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]:
-        if prop in refuted:
+        if _settled(prop, refuted):
             continue
         fs, pre = _findings(run, checks, prop)
-        if fs:
+        if fs and (prop not in refuted or pre):
             refuted[prop] = PropertyResult(
                 property=prop, status="REFUTED", method="z3 classes + simulator", seconds=0.0,
                 sizes={k: env[k] for k in loaded.spec.sizes}, findings=fs[:MAX_FINDINGS_SHOWN],
@@ -322,7 +329,7 @@ def class_pass_old(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, mo
             if time.perf_counter() - t_start > timeout_s:
                 return classes, refuted, f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
             reason = _class_verdicts(loaded, {**loaded.envs[0], **cls.sizes}, ref, want, refuted)
-            if reason is not None or len(refuted) == len(REFUTING_CHECKS) + 1:
+            if reason is not None or all(_settled(p, refuted) for p in [*REFUTING_CHECKS, "aliasing"]):
                 break
     except Unsupported as e:
         reason = str(e)
@@ -344,9 +351,9 @@ def class_pass(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, modes:
             if time.perf_counter() - t_start > timeout_s:
                 return classes, refuted, f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
             want = frozenset({c for p, cs in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]
-                              if p not in refuted for c in cs})
+                              if not _settled(p, refuted) for c in cs})
             reason = _class_verdicts(loaded, {**loaded.envs[0], **cls.sizes}, ref, want, refuted)
-            if reason is not None or len(refuted) == len(REFUTING_CHECKS) + 1:
+            if reason is not None or all(_settled(p, refuted) for p in [*REFUTING_CHECKS, "aliasing"]):
                 break
     except Unsupported as e:
         reason = str(e)
