@@ -15,6 +15,7 @@ from threadmap.cli.common import (
     UsageError,
     echo_errors,
     finite,
+    one_line,
     output,
     parse_sizes,
     print_rich,
@@ -210,8 +211,10 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
 @click.option("--details/--compact", default=None,
               help="a table per spec, or one line per spec (default: a table for one spec, lines for a "
                    "directory or several specs)")
+@click.option("--check-expected", is_flag=True,
+              help="exit 0 when every spec's proof is what its expect: block says (verdict and failing_checks)")
 def prove_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, timeout: float,
-              details: bool | None) -> None:
+              details: bool | None, check_expected: bool) -> None:
     """Prove coverage, predicates, dataflow, bank conflicts, aliasing and the grid limits
     for every size in the spec's ranges (and under its assume: relations).
 
@@ -222,8 +225,9 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, timeout
 
     Each property is PROVED, REFUTED (with sizes where the simulator shows the finding) or
     UNKNOWN (a premise of the method fails, or the time limit: never a pass).
-    Exit status: 0 everything proved, 1 a property refuted or unknown, 2 invalid spec or
-    usage, 3 internal error.
+    Exit status: 0 everything proved (with --check-expected: every proof as its spec's expect:
+    block says), 1 a property refuted or unknown (not as expected), 2 invalid spec or usage,
+    3 internal error.
     """
     files, missing = targets(paths)
     write = output(output_path, files)
@@ -231,4 +235,12 @@ def prove_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, timeout
     assert isinstance(report, EngineReport)
     write_proofs(report.prove, fmt, write, output_path is not None, compact=compact_default(paths, files, details))
     echo_errors(report.prove.errors)
+    if check_expected:
+        from threadmap.prove.expected import expected_outcome
+
+        status, mismatches = expected_outcome(report.prove)
+        for path, why in mismatches.items():
+            for w in why:
+                click.echo(f"threadmap: {path}: not as expected: {one_line(w)}", err=True)
+        sys.exit(status)
     sys.exit(report.prove.exit_code)

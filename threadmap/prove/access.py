@@ -63,7 +63,7 @@ from threadmap.simulate.engine import Simulator
 from threadmap.spec.expr import BLOCK_NAMES, Interval
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import SizeRange
-from threadmap.verify.coalescing import Coalescing, _bad_accesses, access_legality, instruction_stats
+from threadmap.verify.coalescing import Coalescing, access_legality, bad_accesses, instruction_stats
 from threadmap.verify.vectorize import Vectorize
 
 MAX_BITS = 128
@@ -442,7 +442,7 @@ def _legality(enc: AccessEncoding, prop: str, timeout_ms: int, t0: float) -> Pro
             make: Callable[..., Finding] = Vectorize._illegal
         else:
             cont, al = access_legality(tab)
-            js = np.flatnonzero(_bad_accesses(tab))
+            js = np.flatnonzero(bad_accesses(tab))
             make = Coalescing._misaligned
         if not js.size:
             return _result(prop, "UNKNOWN", t0, f"{where}: the solver's witness (sizes {sizes}, block {block}) "

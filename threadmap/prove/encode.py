@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
 from threadmap.errors import SpecError
@@ -301,14 +302,50 @@ class TiledMode:
     const: int
 
 
-def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str, Sym, z3.BoolRef | None]]:
-    """The class components as (name, term, preference).  A preference (``E_k >= T_k``: an
-    interior tile along the mode) is not a component: a representative satisfies as many as
-    its class allows (see :func:`enumerate_classes`).  Raises :class:`Unsupported` when one
-    block coordinate tiles modes of different extents or tiles (the tile types of a block
-    would then depend on more than the components)."""
-    env = space.sym_env()
-    grid = [Sym(space.bv(g.apply(env))) for g in space.grid]
+class _Z3:
+    """The class components' operations on z3 bit-vectors of the encoding's width."""
+
+    def __init__(self, space: SizeSpace) -> None:
+        self.space = space
+
+    def value(self, x: Any) -> Sym:
+        return Sym(self.space.bv(x))
+
+    def const(self, v: int) -> Any:
+        return z3.BitVecVal(v, self.space.bits)
+
+    def ite(self, c: Any, a: Any, b: Any) -> Any:
+        return z3.If(c, a, b)
+
+    def raw(self, x: Sym) -> Any:
+        return x.e
+
+    lt, le, ge, gt = staticmethod(z3.ULT), staticmethod(z3.ULE), staticmethod(z3.UGE), staticmethod(z3.UGT)
+
+
+class _Numpy:
+    """The same operations on int64 arrays of size assignments (the sizes are small there)."""
+
+    def value(self, x: Any) -> Any:
+        return np.asarray(x, dtype=np.int64)
+
+    def const(self, v: int) -> Any:
+        return np.int64(v)
+
+    def ite(self, c: Any, a: Any, b: Any) -> Any:
+        return np.where(c, a, b)
+
+    def raw(self, x: Any) -> Any:
+        return x
+
+    lt, le, ge, gt = staticmethod(np.less), staticmethod(np.less_equal), staticmethod(np.greater_equal), \
+        staticmethod(np.greater)
+
+
+def _components(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any],
+                be: Any) -> list[tuple[str, Any, Any]]:
+    """The class components over one backend (see :func:`class_terms`)."""
+    grid = [be.value(g.apply(env)) for g in space.grid]
     by_var: dict[str, tuple[Monomial, int]] = {}
     for m in modes:
         if m.var is not None:
@@ -316,38 +353,67 @@ def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str,
                 e, t = by_var[m.var]
                 raise Unsupported(f"{m.var} tiles extent {e} by {t} and extent {m.extent} by {m.tile} "
                                   f"({m.where}): a block's tile types would depend on both")
-    out: list[tuple[str, Sym, z3.BoolRef | None]] = []
-    seen: set[str] = set()
-
-    def add(name: str, term: Sym, pref: z3.BoolRef | None = None) -> None:
-        key = str(z3.simplify(term.e))
-        if key not in seen:
-            seen.add(key)
-            out.append((name, term, pref))
-
-    def const(v: int) -> z3.BitVecRef:
-        return z3.BitVecVal(v, space.bits)
-
+    out: list[tuple[str, Any, Any]] = []
+    const = be.const
     for var, (ext, T) in by_var.items():
-        E = Sym(space.bv(ext.value(env)))
+        E = be.value(ext.value(env))
         g = grid[BLOCK_NAMES.index(var)]
         n = (E + (T - 1)) // T
-        add(f"{ext} mod {T}", E % T, z3.UGE(E.e, T))
-        add(f"{var} blocks vs ceil_div({ext}, {T})",
-            Sym(z3.If(z3.ULT(g.e, n.e), const(0), z3.If(g.e == n.e, const(1), const(2)))))
+        out.append((f"{ext} mod {T}", E % T, be.ge(be.raw(E), T)))
+        out.append((f"{var} blocks vs ceil_div({ext}, {T})",
+                    be.ite(be.lt(be.raw(g), be.raw(n)), const(0),
+                           be.ite(be.raw(g) == be.raw(n), const(1), const(2))), None))
     for m in modes:
         if m.var is None:
-            E = Sym(space.bv(m.extent.value(env)))
+            E = be.value(m.extent.value(env))
             # 0: the tile is outside; E - lo: cut inside it; T: it ends the tensor; T + 1: the
             # tensor goes on past it (elements no tile reaches)
             lo, hi = m.const * m.tile, m.const * m.tile + m.tile
-            add(f"cut of {m.extent} in tile {m.const}",
-                Sym(z3.If(z3.ULE(E.e, lo), const(0),
-                          z3.If(z3.UGT(E.e, hi), const(m.tile + 1), z3.If(E.e == hi, const(m.tile), (E - lo).e)))))
+            out.append((f"cut of {m.extent} in tile {m.const}",
+                        be.ite(be.le(be.raw(E), lo), const(0),
+                               be.ite(be.gt(be.raw(E), hi), const(m.tile + 1),
+                                      be.ite(be.raw(E) == hi, const(m.tile), be.raw(E - lo)))), None))
     for j, name in enumerate(BLOCK_NAMES):
         if name not in by_var:
-            add(f"blocks along {name} (1 or more)", Sym(z3.If(z3.UGE(grid[j].e, 2), const(2), grid[j].e)))
+            out.append((f"blocks along {name} (1 or more)",
+                        be.ite(be.ge(be.raw(grid[j]), 2), const(2), be.raw(grid[j])), None))
     return out
+
+
+def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str, Sym, z3.BoolRef | None]]:
+    """The class components as (name, term, preference).  A preference (``E_k >= T_k``: an
+    interior tile along the mode) is not a component: a representative satisfies as many as
+    its class allows (see :func:`enumerate_classes`).  Raises :class:`Unsupported` when one
+    block coordinate tiles modes of different extents or tiles (the tile types of a block
+    would then depend on more than the components)."""
+    out: list[tuple[str, Sym, z3.BoolRef | None]] = []
+    seen: set[str] = set()
+    for name, term, pref in _components(space, modes, space.sym_env(), _Z3(space)):
+        t = term if isinstance(term, Sym) else Sym(term)
+        key = str(z3.simplify(t.e))
+        if key not in seen:  # the same term twice (two sides tiled alike) is one component
+            seen.add(key)
+            out.append((name, t, pref))
+    return out
+
+
+def class_values(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any], n: int
+                 ) -> tuple[list[Any], list[Any]]:
+    """The components of :func:`class_terms` (the same terms, in the same order) and the
+    preferences, over numpy arrays of size assignments ``env``."""
+    keys: set[str] = set()
+    vals, prefs = [], []
+    zs = _components(space, modes, space.sym_env(), _Z3(space))
+    ns = _components(space, modes, env, _Numpy())
+    for (_, zt, _), (_, nt, npref) in zip(zs, ns, strict=True):
+        key = str(z3.simplify(zt.e if isinstance(zt, Sym) else zt))
+        if key in keys:
+            continue
+        keys.add(key)
+        vals.append(np.broadcast_to(nt, (n,)))
+        if npref is not None:
+            prefs.append(np.broadcast_to(npref, (n,)))
+    return vals, prefs
 
 
 @dataclass(frozen=True)
@@ -368,14 +434,17 @@ def timed_check(s: z3.Solver, deadline: float | None) -> Any:
 
 
 def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
-                deadline: float | None = None) -> z3.ModelRef | None:
+                deadline: float | None = None, size_vars: Sequence[Any] | None = None) -> z3.ModelRef | None:
     """A model with ``extra``, smallest size bound first; None when there is none (one
-    unbounded query answers that, without the bounded tiers)."""
+    unbounded query answers that, without the bounded tiers).  ``size_vars``: the sizes as
+    ``s`` holds them (default: ``space.vars``)."""
+    vs = list(space.vars.values()) if size_vars is None else list(size_vars)
+
     def solve(bound: int | None) -> z3.ModelRef | None:
         s.push()
         s.add(*extra)
         if bound is not None:
-            s.add(*[z3.ULE(v, bound) for v in space.vars.values()])
+            s.add(*[z3.ULE(v, bound) for v in vs])
         r = timed_check(s, deadline)
         m = s.model() if r == z3.sat else None
         s.pop()
@@ -430,3 +499,111 @@ def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolR
         if not terms:
             return
         s.add(z3.Not(z3.And(same)))  # the class is done: later rounds look for other classes
+
+
+#: size assignments scanned at most by :func:`size_classes` before z3 completes the list
+BOX_POINTS = 1 << 16
+
+
+def _box(space: SizeSpace) -> dict[str, np.ndarray]:
+    """A grid of small size assignments: each ranged size from its minimum, in its steps, as
+    many values as :data:`BOX_POINTS` allows (fixed sizes pinned)."""
+    free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
+    per = int(BOX_POINTS ** (1 / max(1, len(free)))) if free else 1
+    axes = []
+    for k in space.names:
+        lo, hi, m = space.box[k]
+        first = -(-lo // m) * m
+        axes.append(np.arange(first, min(hi, first + (per - 1) * m) + 1, m, dtype=np.int64)
+                    if hi > lo else np.array([lo], dtype=np.int64))
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return {k: a.reshape(-1) for k, a in zip(space.names, mesh, strict=True)}
+
+
+def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
+                 deadline: float | None = None) -> Iterator[SizeClass]:
+    """Representatives covering every class reachable under the constraints, as
+    :func:`enumerate_classes` defines them, in a canonical order (smallest sizes first) and
+    found without a solver query per class: the classes of a grid of small sizes are read
+    off with numpy, then z3 is asked once for a size assignment none of them covers (a
+    member of a new class, or of a known class with more preferences); each one it finds is
+    added, with :func:`enumerate_classes`'s choice of representative, until there is none.
+
+    A representative covers the members of its class whose preferences it satisfies too;
+    so every member's tile types are among some representative's (the classes' argument).
+    The small sizes' classes come first, before the solver is asked (a property refuted
+    there is refuted early, whatever the time limit)."""
+    terms = class_terms(space, modes)
+    env = _box(space)
+    ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
+    for r in space.relations:
+        ok &= np.asarray(r.apply(env), dtype=bool)
+    env = {k: v[ok] for k, v in env.items()}
+    n = int(ok.sum())
+    vals, prefs = class_values(space, modes, env, n)
+    key = np.stack([*vals], axis=1) if vals else np.zeros((n, 0), dtype=np.int64)
+    pat = np.stack(prefs, axis=1) if prefs else np.zeros((n, 0), dtype=bool)
+    sizes = np.stack([env[k] for k in space.names], axis=1) if space.names else np.zeros((n, 0), dtype=np.int64)
+    # smallest sizes first: the largest size, then the sizes in order
+    order = np.lexsort((*[sizes[:, j] for j in reversed(range(sizes.shape[1]))],
+                        sizes.max(axis=1) if sizes.shape[1] else np.zeros(n, dtype=np.int64)))
+    # the first (smallest) point of each (class, preferences) pair, then per class the
+    # points whose preferences no other's include
+    both = np.concatenate([key, pat.astype(np.int64)], axis=1)[order]
+    _, first = np.unique(both, axis=0, return_index=True)
+    first = np.sort(first)
+    reps: dict[tuple[int, ...], dict[tuple[bool, ...], tuple[int, ...]]] = {}
+    nk = key.shape[1]
+    for row, i in zip(both[first].tolist(), order[first].tolist(), strict=True):
+        c, p = tuple(row[:nk]), tuple(bool(x) for x in row[nk:])
+        have = reps.setdefault(c, {})
+        if any(all(a or not b for a, b in zip(q, p, strict=True)) for q in have):
+            continue  # a representative with every preference this one has is known
+        for q in [q for q in have if all(a or not b for a, b in zip(p, q, strict=True))]:
+            del have[q]  # this one covers it
+        have[p] = tuple(int(x) for x in sizes[i])
+    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = [(c, s) for c, h in reps.items() for s in h.values()]
+    if len(found) > MAX_CLASSES:
+        raise Unsupported(f"more than {MAX_CLASSES} size classes")
+    found.sort(key=lambda cs: (max(cs[1], default=0), cs[1]))
+    for c, rep in found:
+        yield SizeClass(c, dict(zip(space.names, rep, strict=True)))
+    # z3: a size assignment that no representative covers.  In a context of its own, so that
+    # the models (representatives) do not depend on what the process asked z3 before
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    s.set("timeout", timeout_ms)
+    s.add(*[c.translate(ctx) for c in space.constraints()])
+    zterms = [t.e.translate(ctx) for _, t, _ in terms]
+    zprefs = [p.translate(ctx) for _, _, p in terms if p is not None]
+    zvars = [v.translate(ctx) for v in space.vars.values()]
+
+    def block(c: tuple[int, ...], p: tuple[bool, ...]) -> None:
+        same = [t == v for t, v in zip(zterms, c, strict=True)]
+        s.add(z3.Not(z3.And(*same, *[z3.Not(zp) for zp, b in zip(zprefs, p, strict=True) if not b])))
+
+    for c, h in reps.items():
+        for p in h:
+            block(c, p)
+    extra = 0
+    while True:
+        m = first_model(s, space, [], deadline, zvars)
+        if m is None:
+            break
+        c = tuple(m.eval(t, model_completion=True).as_long() for t in zterms)
+        same = [t == v for t, v in zip(zterms, c, strict=True)]
+        best = first_model(s, space, same + zprefs, deadline, zvars) if zprefs else m
+        subs = [best] if best is not None else [
+            sub for bits in itertools.product((True, False), repeat=len(zprefs))
+            if (sub := first_model(s, space, same + [p if b else z3.Not(p) for p, b in
+                                                     zip(zprefs, bits, strict=True)], deadline, zvars)) is not None]
+        for sub in subs:
+            rep = tuple(sub.eval(v, model_completion=True).as_long() for v in zvars)
+            p = tuple(bool(z3.is_true(sub.eval(zp, model_completion=True))) for zp in zprefs)
+            extra += 1
+            if len(found) + extra > MAX_CLASSES:
+                raise Unsupported(f"more than {MAX_CLASSES} size classes")
+            yield SizeClass(c, dict(zip(space.names, rep, strict=True)))
+            block(c, p)
+        if not terms:
+            break

@@ -80,11 +80,11 @@ def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
     excess = np.where(act, s["sectors"].reshape(nb, -1) - s["ideal"].reshape(nb, -1), -1)
     out["best"] = excess.max(axis=1) if excess.shape[1] else np.full(nb, -1, dtype=np.int64)
     out["best_i"] = excess.argmax(axis=1) if excess.shape[1] else np.zeros(nb, dtype=np.int64)
-    out["misaligned"] = _bad_accesses(t).reshape(nb, -1).sum(axis=1, dtype=np.int64)
+    out["misaligned"] = bad_accesses(t).reshape(nb, -1).sum(axis=1, dtype=np.int64)
     return out
 
 
-def _bad_accesses(t: AccessTable) -> np.ndarray:
+def bad_accesses(t: AccessTable) -> np.ndarray:
     """Per vector access: some element is active and the access is not contiguous and aligned."""
     cont, al = access_legality(t)
     return t.pred.reshape(-1, t.vec).any(axis=1) & ~(cont & al)
@@ -128,7 +128,7 @@ class Coalescing(Accumulator):
                     break
                 one = t.select_blocks(np.array([b]))
                 cont, al = access_legality(one)
-                bad = _bad_accesses(one)
+                bad = bad_accesses(one)
                 for j in np.flatnonzero(bad)[:room]:
                     self.misaligned.append(self._misaligned(t, int(b) * apb + int(j), bool(cont[j]), bool(al[j])))
                     room -= 1
