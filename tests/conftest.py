@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # the brute-force oracle asserts in a helper module: show its failures as pytest shows a test's
-pytest.register_assert_rewrite("tests.brute")
+pytest.register_assert_rewrite("tests.support.brute")
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.timeouts import cpu_seconds, time_limit
+from tests.support.timeouts import cpu_seconds, time_limit
 
 
 def spin(cpu_s: float) -> None:

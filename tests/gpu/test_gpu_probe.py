@@ -1,0 +1,126 @@
+"""The coordinate probe: the real CUTLASS/CuTe templates against the simulator.
+
+Every spec of the library (each size environment, each copy stage) is probed by ONE program
+compiled once: as CUDA for sm_80 and sm_90, with every behaviour kernel (so the generated
+kernels cannot rot without a GPU), and run on the host, where the same functions compute every
+record with the headers' templates.  The simulator must agree on every record; a perturbed
+simulation (one stride, one predicate, one swizzle bit) must not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from threadmap.api import spec_files
+from threadmap.gpu.behave import behaviour_program
+from threadmap.gpu.compare import diff_stage
+from threadmap.gpu.probe import expected, probe_program, run_host
+from threadmap.gpu.run import select_blocks
+from threadmap.gpu.toolchain import ARCHS, ToolchainError, require
+from threadmap.model import build_model
+from threadmap.spec.load import load_spec, loads_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+#: records per stage at most in CI (larger grids are sampled: corners, edges, random blocks)
+ROWS = 1 << 15
+
+
+@dataclasses.dataclass
+class Probed:
+    path: Path
+    model: object
+    probe: object
+    blocks: np.ndarray
+    got: np.ndarray
+
+
+@pytest.fixture(scope="module")
+def library() -> list[Probed]:
+    try:
+        require()
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    jobs = []
+    behaviours = []
+    for f in spec_files([ROOT / "specs"]):
+        loaded = load_spec(f)
+        for env in loaded.envs:
+            m = build_model(loaded, env)
+            prog = probe_program(m)
+            assert not prog.skipped, (f, prog.skipped)
+            behaviours.append(behaviour_program(m, prog).source)
+            for s in prog.stages:
+                jobs.append((f, m, prog, s, select_blocks(m, s.threads * s.values, ROWS)))
+    # one compile: the probes and behaviour kernels as CUDA for sm_80 and sm_90, and the host program
+    outs = run_host([(p, s, b) for _, _, p, s, b in jobs], archs=ARCHS, device_only=behaviours)
+    return [Probed(f, m, s, b, o) for (f, m, _, s, b), o in zip(jobs, outs)]
+
+
+def test_every_library_stage_matches_the_real_templates(library: list[Probed]) -> None:
+    specs = {p.path for p in library}
+    assert len(specs) == len(spec_files([ROOT / "specs"])) and len(library) >= 100
+    bad = []
+    rows = 0
+    for p in library:
+        want, real = expected(p.model, p.probe, p.blocks)
+        r = diff_stage(p.model, p.probe, p.blocks, p.got, want, real)
+        rows += r.rows
+        assert (p.got[real] != -1).any()  # the probe wrote its records
+        if r.mismatches:
+            bad.append((str(p.path), p.model.env, r.stage, r.by_field, r.first[:1]))
+    assert not bad, bad
+    assert rows > 1_000_000
+
+
+def _perturbed(p: Probed, old: str, new: str) -> object:
+    text = p.path.read_text()
+    assert text.count(old) == 1, old
+    loaded = loads_spec(text.replace(old, new), "yaml", str(p.path))
+    return build_model(loaded, p.model.env)
+
+
+def _one(library: list[Probed], name: str, stage: int, sizes: dict[str, int] | None = None) -> Probed:
+    return next(p for p in library if p.path.name == name and p.probe.stage == stage
+                and (sizes is None or p.model.env == sizes) and "ranges" not in p.path.parts)
+
+
+@pytest.mark.parametrize("case", ["stride", "predicate", "swizzle"])
+def test_a_perturbed_simulation_is_caught(library: list[Probed], case: str) -> None:
+    """One stride, one predicate mode, one swizzle bit changed in the simulation only: the
+    probe of the unchanged kernel must disagree, and in the field the change touches."""
+    if case == "stride":
+        p = _one(library, "row_smem.yaml", 0)
+        m = _perturbed(p, 'x:  {memory: global, layout: "(M,N):(N,1)"', 'x:  {memory: global, layout: "(M,N):(N,2)"')
+        field = "src.offset"
+    elif case == "predicate":
+        p = _one(library, "stripmined_vector_straddle_n62.yaml", 0)
+        m = _perturbed(p, "predicate: vector", "predicate: bounds")
+        field = "predicate"
+    else:
+        p = _one(library, "row_smem_swizzled.yaml", 0)
+        m = _perturbed(p, 'sA: {memory: shared, layout: "Sw<4,0,4>', 'sA: {memory: shared, layout: "Sw<3,0,4>')
+        field = "dst.offset"
+    want, real = expected(m, p.probe, p.blocks)
+    r = diff_stage(m, p.probe, p.blocks, p.got, want, real)
+    assert r.mismatches > 0 and set(r.by_field) == {field}, r.by_field
+    first = r.first[0]
+    assert first.field == field and first.device != first.simulated and first.line is not None
+    # and the unperturbed simulation agrees on the same records
+    want0, _ = expected(p.model, p.probe, p.blocks)
+    assert diff_stage(p.model, p.probe, p.blocks, p.got, want0, real).mismatches == 0
+
+
+def test_select_blocks_keeps_corners_and_edges() -> None:
+    loaded = load_spec(ROOT / "specs/ranges/row_smem.yaml")
+    m = build_model(loaded, {"M": 1000, "N": 1000})
+    b = select_blocks(m, 256, 256 * 50)
+    gx, gy, _ = m.grid
+    assert b.size == 50 and np.unique(b).size == 50
+    for corner in (0, gx - 1, gx * (gy - 1), gx * gy - 1):
+        assert corner in b
+    assert (b % gx == gx - 1).sum() >= 5 and (b // gx == gy - 1).sum() >= 5
+    assert select_blocks(m, 256, 1 << 30).size == m.num_blocks

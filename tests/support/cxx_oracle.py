@@ -1,0 +1,167 @@
+"""Compile and run host-side C++ against the real CUTLASS/CuTe headers (the C++ oracle).
+
+The headers come from the PyPI package ``nvidia-cutlass`` (``cutlass_library/source/include``).
+A program is compiled once per batch with ``nvcc -std=c++17`` (about 10 s) and run on the
+CPU; its stdout is returned.  Binaries are cached by source hash under ``.cxx_cache/`` so a
+re-run of the suite does not recompile unchanged programs; each entry is built under its
+lock (``toolchain.entry_lock``), so test workers that need the same program compile it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from threadmap.gpu.toolchain import cutlass_include, entry_lock, nvcc
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("THREADMAP_CXX_CACHE", ROOT / ".cxx_cache"))
+
+
+def require_oracle() -> tuple[str, Path]:
+    """Skip the calling test, with the reason, when nvcc or the headers are absent."""
+    exe = nvcc()
+    if exe is None:
+        pytest.skip("nvcc not found: the C++ header oracle cannot be compiled on this machine")
+    inc = cutlass_include()
+    if inc is None:
+        pytest.skip("nvidia-cutlass (CUTLASS headers) is not installed")
+    return exe, inc
+
+
+PRELUDE = """
+#include <cstdio>
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/atom/copy_atom.hpp>
+#include <cutlass/transform/pitch_linear_thread_map.h>
+using namespace cute;
+"""
+
+
+def run_cxx(body: str, *, prelude: str = PRELUDE, timeout: int = 600) -> str:
+    """Compile ``prelude + body`` (which must define ``main``) and return its stdout."""
+    exe, inc = require_oracle()
+    src = prelude + "\n" + body
+    key = hashlib.sha256((src + str(inc)).encode()).hexdigest()[:20]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    binary = CACHE / f"prog_{key}"
+    if not binary.exists():
+        # one compile per program even when test workers ask for it at once
+        with entry_lock(binary):
+            if not binary.exists():
+                cu = CACHE / f"prog_{key}.cu"
+                cu.write_text(src)
+                tmp = CACHE / f"prog_{key}.tmp{os.getpid()}"
+                proc = subprocess.run(
+                    [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)],
+                    capture_output=True, text=True, timeout=timeout,
+                )
+                if proc.returncode != 0:
+                    raise RuntimeError(f"nvcc failed on {cu}:\n{proc.stderr[-6000:]}")
+                tmp.replace(binary)
+    out = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"{binary} exited {out.returncode}: {out.stderr[-2000:]}")
+    return out.stdout
+
+
+# --------------------------------------------------------------------------- batches
+def _function_program(stmts: dict[str, str]) -> tuple[str, dict[int, str]]:
+    """One function per case (so a diagnostic's line number names its case) and a main
+    calling them all; each case prints ``ID<TAB>output``."""
+    lines: list[str] = []
+    line_of: dict[int, str] = {}
+    for cid, stmt in stmts.items():
+        line_of[len(lines)] = cid
+        lines.append(f'static void {cid}() {{ printf("{cid}\\t"); {stmt} printf("\\n"); }}')
+    lines.append("int main() {")
+    lines += [f"  {cid}();" for cid in stmts]
+    lines.append("  return 0;\n}")
+    return "\n".join(lines) + "\n", line_of
+
+
+def _lines_with_errors(stderr: str, filename: str) -> set[int]:
+    """1-based lines of ``filename`` that a diagnostic (error or its instantiation trace)
+    points at, ignoring the ``#include`` lines of the prelude."""
+    hits: set[int] = set()
+    pat = re.compile(re.escape(filename) + r"[:(](\d+)")
+    for line in stderr.splitlines():
+        if line.lstrip().startswith("In file included from") or " from " in line[:12]:
+            continue
+        for m in pat.finditer(line):
+            hits.add(int(m.group(1)))
+    return hits
+
+
+def run_print_batch(stmts: dict[str, str], *, prelude: str = PRELUDE) -> dict[str, str]:
+    """Compile and run one program printing every case; returns the output by case id.
+    A compile failure raises with the ids of the cases whose lines the errors point at."""
+    src, line_of = _function_program(stmts)
+    try:
+        out = run_cxx(src, prelude=prelude)
+    except RuntimeError as e:
+        first = (prelude + "\n").count("\n") + 1
+        m = re.search(r"(prog_[0-9a-f]+\.cu)", str(e))
+        bad = sorted(line_of[ln - first] for ln in _lines_with_errors(str(e), m.group(1) if m else "")
+                     if ln - first in line_of)
+        raise RuntimeError(f"cases that do not compile: {bad}\n{str(e)[-3000:]}") from None
+    res: dict[str, str] = {}
+    for line in out.splitlines():
+        if "\t" in line:
+            k, v = line.split("\t", 1)
+            res[k] = v.strip()
+    return res
+
+
+def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
+    """One ``-fsyntax-only`` translation unit; the ids whose lines a diagnostic names."""
+    exe, inc = require_oracle()
+    body, line_of = _function_program(stmts)
+    full = prelude + "\n" + body
+    key = hashlib.sha256((full + str(inc) + "syntax").encode()).hexdigest()[:20]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    log = CACHE / f"rej_{key}.log"
+    name = f"rej_{key}.cu"
+    with entry_lock(log):
+        if log.exists():
+            text = log.read_text()
+        else:
+            cu = CACHE / name
+            cu.write_text(full)
+            proc = subprocess.run(
+                [exe, "-std=c++17", "-w", f"-I{inc}", "-x", "c++", "-Xcompiler", "-fsyntax-only",
+                 "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")],
+                capture_output=True, text=True, timeout=600)
+            text = proc.stderr if proc.returncode else ""
+            tmp = CACHE / f"rej_{key}.tmp{os.getpid()}"
+            tmp.write_text(text)
+            tmp.replace(log)  # whole or absent: a reader never sees half a log
+    first = (prelude + "\n").count("\n") + 1
+    return {line_of[ln - first] for ln in _lines_with_errors(text, name) if ln - first in line_of}
+
+
+def rejected_by_header(stmts: dict[str, str], *, prelude: str = PRELUDE) -> set[str]:
+    """The ids of the cases that fail to compile against the header.
+
+    The cases go into ONE ``-fsyntax-only`` translation unit (templates are still
+    instantiated, so every static_assert fires), each case in its own function; a case is
+    rejected when a diagnostic points at its line.  A compiler reports a failing template
+    instantiation only once, so a case that instantiates the same failing template as an
+    earlier one is left unconfirmed: the unconfirmed cases are compiled again, in rounds,
+    until a round confirms none (each round confirms at least one case per distinct failing
+    template).  Everything is cached by source hash."""
+    hit: set[str] = set()
+    todo = dict(stmts)
+    while todo:
+        found = _syntax_errors(todo, prelude)
+        if not found:
+            break
+        hit |= found
+        todo = {k: v for k, v in todo.items() if k not in found}
+    return hit
