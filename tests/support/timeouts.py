@@ -43,7 +43,8 @@ def time_limit(seconds: float, what: str = "the call", exc: type[BaseException] 
                 signal.setitimer(signal.ITIMER_PROF, REARM_S)
 
     def handler(signum: int, frame: Any) -> None:
-        if collecting[0]:
+        # the bracketing callbacks are inside the collection too, before or after their flag
+        if collecting[0] or (frame is not None and frame.f_code in (opened.__code__, closed.__code__)):
             pending[0] = True
             return
         signal.setitimer(signal.ITIMER_PROF, REARM_S)  # again if something swallows this one
