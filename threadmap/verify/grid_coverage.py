@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from threadmap.report.model import (
 )
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import view_of
+from threadmap.verify.counts import GridCounts
 from threadmap.verify.coverage import BlockTally
 from threadmap.verify.predicates import KIND_CAP, Straddles, predicates_result
 from threadmap.verify.util import colex, delinearize, in_bounds
@@ -46,19 +46,6 @@ from threadmap.verify.util import colex, delinearize, in_bounds
 MAX_SPARSE_ROWS = 1 << 25
 #: bytes of whole-grid coverage state (one byte per element) the enumeration may allocate
 MAX_BITMAP_BYTES = 1 << 30
-
-
-@dataclass
-class GridCounts:
-    """Whole-grid counts of one side, however they were obtained."""
-
-    elements: int
-    accesses: int          # active accesses (rows with a true predicate)
-    counted: int           # active accesses inside the tensor
-    covered: int           # distinct in-bounds elements accessed
-    out_of_bounds: int     # active accesses outside the tensor
-    replication: int
-    dup_replicated: int    # replication mode: elements whose count differs from the common one
 
 
 def grid_coverage_result(side: Any, g: GridCounts, dup_findings: list[Finding],

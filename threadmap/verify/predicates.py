@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from threadmap.report.model import CheckResult, Finding, PredicatesSummary
 from threadmap.simulate.access import AccessTable
 from threadmap.verify.blocks import view_of
+from threadmap.verify.counts import GridCounts
 from threadmap.verify.util import in_bounds
-
-if TYPE_CHECKING:
-    from threadmap.verify.grid_coverage import GridCounts
 
 #: witnesses kept per kind of finding
 KIND_CAP = 8
