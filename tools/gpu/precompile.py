@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("THREADMAP_CACHE", ".tmcache")
 
-from tests.gpu.run_kernel_log import kernel_cubin  # noqa: E402
+from tools.gpu.run_kernel_log import kernel_cubin  # noqa: E402
 
 from threadmap.gpu.programs import build_programs, suite_source  # noqa: E402
 from threadmap.gpu.toolchain import build_cubin  # noqa: E402
