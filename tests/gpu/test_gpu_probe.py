@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.cxx_oracle import cannot_run
 from threadmap.api import spec_files
 from threadmap.gpu.behave import behaviour_program
 from threadmap.gpu.compare import diff_stage
@@ -43,7 +44,7 @@ def library() -> list[Probed]:
     try:
         require()
     except ToolchainError as e:
-        pytest.skip(str(e))
+        cannot_run(str(e))
     jobs = []
     behaviours = []
     for f in spec_files([ROOT / "specs"]):
