@@ -271,17 +271,15 @@ class ShowResult:
 def thread_map_warnings(model: KernelModel, stage: int | None = None) -> list[str]:
     """A line per side whose CUTLASS thread map never reaches some cells of its ``Shape``
     (the map compiles and runs, and silently leaves those elements alone)."""
-    from threadmap.render.untouched import untouched
-
     out = []
     for sd in model.sides():
         maker = sd.partition.maker
         if (stage is not None and sd.stage != stage) or not maker or maker[0] != "thread_map":
             continue
-        left = untouched(maker[1])
-        if left is not None:
-            tm = maker[1]
-            out.append(f"stage {sd.stage} {sd.which} ({sd.name}): {getattr(tm, 'cxx_type', tm)}: {left.text()}")
+        tm = maker[1]
+        left = tm.untouched()
+        if left:
+            out.append(f"stage {sd.stage} {sd.which} ({sd.name}): {tm.cxx_type}: {left.message()}")
     return out
 
 

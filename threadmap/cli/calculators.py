@@ -121,12 +121,10 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
       threadmap threadmap PitchLinearWarpRakedThreadMap 32x128 128 4x8 8 --thread 5
 
     A map that leaves part of its tile untouched (its iterations and deltas stop short of
-    its Shape) is reported with a warning naming the untouched strided rows.
+    its Shape) is reported with a warning naming the untouched rows and columns.
     """
     from rich.console import Console
     from rich.table import Table
-
-    from threadmap.render.untouched import untouched
 
     tm = build_thread_map(list(tokens))
     if thread is not None and not 0 <= thread < tm.threads:
@@ -142,9 +140,9 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
         "iterations": [int(v) for v in tm.iterations], "delta": [int(v) for v in tm.delta],
         "elements_per_access": int(tm.elements_per_access),
     }
-    left = untouched(tm)
-    if left is not None:
-        info["untouched"] = {"strided_rows": list(left.rows), "elements": left.cells}
+    left = tm.untouched()  # a tile part no thread reaches is a warning, in text and JSON
+    info["untouched"] = {"rows": list(left.rows), "columns": list(left.columns), "elements": len(left.elements)}
+    info["warnings"] = [left.message()] if left else []
     if thread is not None:
         info["thread"] = thread
         info["initial_offset"] = [int(v) for v in tm.initial_offset(thread)]
@@ -156,8 +154,8 @@ def threadmap_cmd(tokens: tuple[str, ...], thread: int | None, as_json: bool) ->
     con.print(info["map"], soft_wrap=True, markup=False)
     con.print(f"threads {info['threads']}  iterations (c,s) {tuple(info['iterations'])}  "
               f"delta (c,s) {tuple(info['delta'])}  elements/access {info['elements_per_access']}")
-    if left is not None:
-        con.print(f"warning: {left.text()}", style="yellow", markup=False)
+    for warning in info["warnings"]:
+        con.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
     if thread is None:
         return
     con.print(f"thread {thread}: initial offset (c,s) = {tuple(info['initial_offset'])}")
