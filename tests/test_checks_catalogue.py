@@ -67,10 +67,7 @@ def test_every_entry_is_proved_by_prove_properties_that_read_it() -> None:
 REPORT_FILES = sorted(p.name for p in (ROOT / "threadmap" / "report").glob("*.py"))
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="formats.py still imports verify.check.canonical "
-                                                                "(its owner moves it to SpecRun.expects_failure)"))
-    if n == "formats.py" else n for n in REPORT_FILES])
+@pytest.mark.parametrize("name", REPORT_FILES)
 def test_the_report_layer_imports_no_check(name: str) -> None:
     """Every import of threadmap/report/ (inside functions too) stays out of threadmap.verify."""
     for path in [ROOT / "threadmap" / "report" / name]:
