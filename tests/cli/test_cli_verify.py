@@ -227,3 +227,91 @@ def test_both_engines_report_as_junit_and_sarif() -> None:
     # the enumeration's expected failure passes with --check-expected; the refuted property does not
     failed = {c.get("name") for c in suites.iter("testcase") if c.find("failure") is not None}
     assert failed == {"bank_conflicts"} and suites[0].get("failures") == "0"
+
+
+RAGGED_THROUGH_SHARED = """\
+spec: 1
+name: ragged tile staged through a shared tensor sized to the problem
+element: f32
+threads: 256
+sizes: {M: 10, N: 16}
+grid: [1, 1]
+tensors:
+  x: {memory: global, layout: "(M,N):(N,1)", align: 256}
+  y: {memory: global, layout: "(M,N):(N,1)", align: 256}
+  s: {memory: shared, layout: "(M,N):(N,1)"}
+stages:
+  - copy:
+      src: {tensor: x, tile: [16, 16], at: [bx, by], threads: "(16,16):(16,1)"}
+      dst: {tensor: s, threads: "(16,16):(16,1)"}
+      predicate: bounds
+  - barrier
+  - copy:
+      src: {tensor: s, threads: "(16,16):(16,1)"}
+      dst: {tensor: y, tile: [16, 16], at: [bx, by], threads: "(16,16):(16,1)"}
+      predicate: bounds
+expect:
+  verdict: pass
+  transform: copy
+"""
+# The 16x16 threads cover a 16x16 tile; the tensors are 10x16, so threads (i, j) with i >= 10
+# (6 x 16 = 96 of them) are outside x, s and y alike and the bounds predicate masks them on both
+# sides: no access is made, the copy is right.
+
+
+def test_masked_shared_rows_outside_the_tensor_pass_and_say_masked(tmp_path: Path) -> None:
+    spec = tmp_path / "ragged.yaml"
+    spec.write_text(RAGGED_THROUGH_SHARED)
+    r = CliRunner().invoke(main, ["verify", str(spec)], env={"COLUMNS": "400"})  # a table row on one line
+    flat = " ".join(r.stdout.replace("│", " ").split())
+    assert r.exit_code == 0 and "PASS (as expected)" in flat
+    assert "out of bounds 0, masked (predicate false) 96" in flat
+    assert "block 0 thread 160 value 0 is masked (predicate false) at s(10, 0)" in flat and "(+95 more)" in flat
+    assert "outside the shared tensor of shape (10, 16) (byte address" not in flat  # the wording of a real access
+    doc = json.loads(CliRunner().invoke(main, ["verify", str(spec), "--format", "json"]).stdout)
+    shared = [x for x in doc["runs"][0]["results"] if x["check"] == "coverage" and x["stage"] in (0, 2)
+              and (x["stage"], x["side"]) in ((0, "dst"), (2, "src"))]
+    assert [(x["status"], x["summary"]["out_of_bounds"], x["summary"]["masked"]) for x in shared] == \
+        [("PASS", 0, 96)] * 2
+
+
+def test_the_dataflow_headline_counts_missing_outputs() -> None:
+    """The planted transpose whose vector stores skip the 100 elements of the odd row: the
+    table's dataflow headline says ``missing 100``."""
+    spec = str(SPECS / "planted" / "transpose_vector_store_odd_m.yaml")
+    doc = json.loads(CliRunner().invoke(main, ["verify", spec, "--format", "json"]).stdout)
+    summary = next(x["summary"] for x in doc["runs"][0]["results"] if x["check"] == "dataflow")
+    assert summary["missing"] == 100
+    flat = " ".join(CliRunner().invoke(main, ["verify", spec], env={"COLUMNS": "400"}).stdout
+                    .replace("│", " ").split())
+    assert f"moved {summary['moved']}, wrong 0, missing 100, races 0" in flat
+
+
+def test_the_page_headline_is_the_tables(tmp_path: Path) -> None:
+    """The Explorer page's ``headline`` (static/app.js, run in node) writes what the table's
+    writes, for the coverage of masked shared rows and the dataflow's missing count (numbers
+    under 1000: the page groups thousands with a thin space)."""
+    import re
+    import shutil
+    import subprocess
+
+    from threadmap.report.formats import headline
+    from threadmap.report.model import CheckResult
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    src = (ROOT / "threadmap" / "service" / "static" / "app.js").read_text()
+    m = re.search(r"\n  const num = .*?\n  function headline\(r\) \{.*?\n  \}\n", src, re.S)
+    assert m, "app.js: num, g3 and headline not found"
+    spec = tmp_path / "ragged.yaml"
+    spec.write_text(RAGGED_THROUGH_SHARED)
+    doc = json.loads(CliRunner().invoke(main, ["verify", str(spec), "--format", "json"]).stdout)
+    results = [x for x in doc["runs"][0]["results"] if x["check"] in ("coverage", "dataflow")]
+    missing = dict(results[-1], summary=dict(results[-1]["summary"], missing=7, moved=320))
+    results += [missing, dict(missing, summary=dict(missing["summary"], missing=None))]
+    script = m.group() + f"\nfor (const r of {json.dumps(results)}) console.log(headline(r));\n"
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, check=True).stdout.splitlines()
+    want = [headline(CheckResult.model_validate(x)) for x in results]
+    assert out == want and any("masked (predicate false) 96" in w for w in want)
+    assert "wrong 0, missing 7, races" in want[-2] and "missing" not in want[-1]

@@ -435,13 +435,15 @@ def assert_vectorize(res: CheckResult, s: Side) -> None:
 @dataclass
 class TileCount:
     """One block's tile (from :func:`coverage_definition`): per in-bounds tile cell its count,
-    and the counted accesses outside the tile (in the tensor) and outside the tensor."""
+    and the counted accesses outside the tile (in the tensor), outside the tensor with a true
+    predicate, and outside it masked (a shared side counts masked rows: they make no access)."""
 
     block: Block
     cells: list[tuple[int, ...]]
     count: dict[tuple[int, ...], int]
     out_of_tile: list[Row]
     out_of_bounds: list[Row]
+    masked: list[Row]
 
     @property
     def hist(self) -> Counter[int]:
@@ -462,7 +464,8 @@ def tile_counts(s: Side, b: Block) -> TileCount:
         count[c] = len(ws)
     outside = [counted[i] for i, _ in d["out_of_tile"]]
     return TileCount(b, cells, count, [r for r in outside if inside(r.coord, s.shape)],
-                     [r for r in outside if not inside(r.coord, s.shape)])
+                     [r for r in outside if not inside(r.coord, s.shape) and r.pred],
+                     [r for r in outside if not inside(r.coord, s.shape) and not r.pred])
 
 
 def _most_common(hist: Counter[int]) -> int:
@@ -476,7 +479,7 @@ def _most_common(hist: Counter[int]) -> int:
 def coverage_summary(s: Side, replication: bool) -> tuple[dict[str, Any], list[TileCount], dict[int, int]]:
     """The summary, every block's tile counts, and each block's replication count."""
     n = dict.fromkeys(("blocks", "elements", "accesses", "missing", "duplicate_cells", "duplicates",
-                       "out_of_tile", "out_of_bounds"), 0)
+                       "out_of_tile", "out_of_bounds", "masked"), 0)
     if "tiles" not in s.memo:
         s.memo["tiles"] = [tile_counts(s, b) for b in s.blocks]
     tiles = s.memo["tiles"]
@@ -498,7 +501,7 @@ def coverage_summary(s: Side, replication: bool) -> tuple[dict[str, Any], list[T
             one = {"blocks": 1, "elements": len(tc.cells), "accesses": sum(tc.count.values()),
                    "missing": sum(1 for c in tc.count.values() if c == 0), "duplicate_cells": len(off),
                    "duplicates": sum(abs(c - r) for c in off), "out_of_tile": len(tc.out_of_tile),
-                   "out_of_bounds": len(tc.out_of_bounds)}
+                   "out_of_bounds": len(tc.out_of_bounds), "masked": len(tc.masked)}
             for k, v in one.items():  # the block counts ``weight`` times
                 n[k] += v * tc.block.weight
     r_all = max(rep, key=lambda k: rep[k]) if rep else (0 if replication else 1)
@@ -531,16 +534,22 @@ def assert_coverage(res: CheckResult, s: Side, replication: bool, per_block: Any
         elif f.kind == "out_of_tile":
             r = lookup(s, w, idx)
             assert r in by_block[r.block].out_of_tile and tuple(w["tile_origin"]) == by_block[r.block].block.origin
+        elif f.kind == "masked":
+            assert s.memory == "shared" and f.severity == "info"
+            r = lookup(s, w, idx)
+            assert r in by_block[r.block].masked
         else:
             assert f.kind == "out_of_bounds" and s.memory == "shared"
             r = lookup(s, w, idx)
             assert r in by_block[r.block].out_of_bounds
+    shared = s.memory == "shared"
     totals = {"duplicate": want["duplicate_cells"], "missing": want["missing"], "out_of_tile": want["out_of_tile"],
-              "out_of_bounds": want["out_of_bounds"] if s.memory == "shared" else 0}
+              "out_of_bounds": want["out_of_bounds"] if shared else 0, "masked": want["masked"] if shared else 0}
     for k, v in totals.items():
         assert kinds[k] <= 8 and (kinds[k] > 0 or v == 0 or len(res.findings) >= MAX_FINDINGS), (k, kinds, totals)
     assert res.total_findings == sum(totals.values())
-    assert res.status == ("FAIL" if sum(totals.values()) else "PASS")
+    # a masked row makes no access: it is shown, never a failure
+    assert res.status == ("FAIL" if sum(totals.values()) - totals["masked"] else "PASS")
 
 
 # ----------------------------------------------------------------------------- whole grid

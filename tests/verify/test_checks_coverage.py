@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from threadmap.report.formats import headline
+from threadmap.simulate.access import AccessTable
 from threadmap.verify import build_table, check_grid, check_tile_coverage, coverage_definition
 from threadmap.verify.grid_coverage import GridEnumeration
 
@@ -89,13 +93,40 @@ def test_partial_tile_clipped_to_bounds() -> None:
     assert check_grid(t)[0].status == "PASS"
 
 
+def shared_8x8_read_by_16x8(pred: str | Callable[..., np.ndarray]) -> AccessTable:
+    """128 threads at (t % 16, t // 16) of an 8x8 shared tensor: the 64 threads with
+    ``t % 16 >= 8`` reach rows 8..15, outside it; the other 64 cover it once."""
+    return build_table(lambda b, t, s, ln: (t % 16, t // 16), threads=128, steps=1, shape=(8, 8),
+                       memory="shared", pred=pred)
+
+
 def test_shared_out_of_bounds_is_a_finding() -> None:
-    # a tiled copy whose tiler does not fit the smem tensor reads rows 8..15 of an 8-row tile
-    t = build_table(lambda b, t, s, ln: (t % 16, t // 16), threads=128, steps=1, shape=(8, 8), memory="shared")
-    r = check_tile_coverage(t)
-    assert r.status == "FAIL" and r.summary["out_of_bounds"] == 64
+    # a tiled copy whose tiler does not fit the smem tensor, unpredicated: it reads rows 8..15
+    r = check_tile_coverage(shared_8x8_read_by_16x8("none"))
+    assert r.status == "FAIL" and r.summary["out_of_bounds"] == 64 and r.summary["masked"] == 0
     f = next(f for f in r.findings if f.kind == "out_of_bounds")
     assert f.witness["coordinate"] == (8, 0) and f.witness["thread"] == 8
+    assert "accesses t(8, 0), outside the shared tensor" in f.message
+
+
+def test_masked_shared_rows_outside_the_tensor_are_no_defect() -> None:
+    """A masked row (predicate false) makes no access: outside the shared tensor it is counted
+    as masked, shown as a note that says so, and fails nothing; the headline tells the two apart."""
+    r = check_tile_coverage(shared_8x8_read_by_16x8("bounds"))  # the bounds predicate masks exactly the 64
+    assert r.status == "PASS"
+    assert (r.summary["out_of_bounds"], r.summary["masked"], r.summary["missing"]) == (0, 64, 0)
+    assert {(f.kind, f.severity) for f in r.findings} == {("masked", "info")}
+    f = r.findings[0]
+    assert f.witness["coordinate"] == (8, 0) and f.witness["thread"] == 8 and f.witness["predicate"] is False
+    assert "masked (predicate false) at t(8, 0), outside the shared tensor of shape (8, 8): no access" in f.message
+    assert "out of bounds 0, masked (predicate false) 64" in headline(r)
+    # threads 0..63 active, 64..127 masked: of the 64 rows outside, 4 x 8 with t < 64 are real accesses
+    r = check_tile_coverage(shared_8x8_read_by_16x8(lambda b, t, s, k: t < 64))
+    assert r.status == "FAIL" and (r.summary["out_of_bounds"], r.summary["masked"]) == (32, 32)
+    assert r.findings[0].kind == "out_of_bounds" and r.findings[0].witness["thread"] == 8
+    assert max(f.witness["thread"] for f in r.findings if f.kind == "out_of_bounds") < 64
+    assert min(f.witness["thread"] for f in r.findings if f.kind == "masked") >= 64
+    assert "out of bounds 32, masked (predicate false) 32" in headline(r)
 
 
 def test_replication_gmma_like() -> None:

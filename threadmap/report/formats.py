@@ -16,18 +16,14 @@ from xml.etree import ElementTree as ET
 
 from rich.markup import escape
 
+from threadmap.report.model import RULES as CHECK_RULES
 from threadmap.report.model import CheckResult, EngineReport, ProveReport, SpecRun, VerifyReport
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIP": "yellow"}
 
-RULES = {
-    "coverage": "Every thread touches the right elements of its tile exactly once.",
-    "grid_coverage": "Over the whole grid every element is accessed exactly once.",
-    "predicates": "Predicates are right for sizes the tile does not divide.",
-    "coalescing": "Global accesses touch no more 32-byte sectors than needed, and vectors are aligned.",
-    "bank_conflicts": "Shared-memory accesses need no more wavefronts than ideal.",
-    "vectorize": "Vector accesses are contiguous and aligned.",
-    "dataflow": "The stages implement the declared transform without races, stale reads or writes after reads.",
+#: the SARIF rules: every check's (from the report model) and this layer's own pseudo-rules
+RULES: dict[str, str] = {
+    **CHECK_RULES,
     "spec": "The spec file is valid.",
     "verdict": "The verdict is the one the spec expects.",
     "disagreement": "A property proved for every size in range holds at every sample the enumeration checks.",
@@ -59,8 +55,10 @@ def headline(r: CheckResult) -> str:
     """The few numbers that matter for each check, for the terminal table."""
     s = r.summary
     if s.check == "coverage":
+        # masked rows outside a shared tensor make no access: named apart from the out-of-bounds ones
+        masked = f", masked (predicate false) {s.masked}" if s.masked else ""
         return (f"{s.accesses} accesses / {s.elements} elements, missing {s.missing}, duplicates "
-                f"{s.duplicates}, outside tile {s.out_of_tile}, out of bounds {s.out_of_bounds}")
+                f"{s.duplicates}, outside tile {s.out_of_tile}, out of bounds {s.out_of_bounds}{masked}")
     if s.check == "grid_coverage":
         alias = f", aliased {s.aliased}" if s.aliased else ""
         return (f"covered {s.covered}/{s.elements}, duplicates {s.duplicates}, out of bounds "
@@ -77,7 +75,9 @@ def headline(r: CheckResult) -> str:
     if s.check == "vectorize":
         return f"declared {s.declared_bits}-bit, widest legal {s.max_legal_bits}-bit"
     if s.check == "dataflow":
-        return (f"{s.transform or 'no transform'}: moved {s.moved}, wrong {s.wrong_values}, races "
+        # missing is None where it is not judged (a sample of blocks, no transform): say nothing then
+        missing = f", missing {s.missing}" if s.missing is not None else ""
+        return (f"{s.transform or 'no transform'}: moved {s.moved}, wrong {s.wrong_values}{missing}, races "
                 f"{s.races}, stale {s.stale_reads}, uninitialised {s.uninitialised_reads}, write-after-read "
                 f"{s.writes_after_reads}")
     return s.reason if s.check == "skip" else ""
@@ -105,12 +105,6 @@ def how(run: SpecRun) -> str:
     return f"{run.blocks_simulated} of {run.blocks} blocks simulated, counts partial"
 
 
-def _expected_fail(run: SpecRun, check: str) -> bool:
-    from threadmap.verify.check import canonical
-
-    return canonical(check) in {canonical(c) for c in run.expected_failing}
-
-
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -134,7 +128,9 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
                 continue
             lead = min(r.findings, key=lambda f: SEVERITY_ORDER[f.severity]) if r.findings else None
             first = lead.message if lead else ""
-            more = r.total_findings - (1 if lead is not None and lead.severity == "error" else 0)
+            # total_findings counts the lead too (warnings and notes as errors: a check counts every
+            # finding it adds); a lead added uncounted leaves more <= 0, and nothing is shown
+            more = r.total_findings - (1 if lead is not None else 0)
             if more > 0:
                 first += f" (+{more} more)"
             t.add_row(r.check, where(r), f"[{STATUS_STYLE[r.status]}]{r.status}[/]", escape(headline(r)),
@@ -275,7 +271,7 @@ def _verify_suites(suites: ET.Element, report: VerifyReport, check_expected: boo
         msg: str | None
         for r in run.results:
             name = f"{r.check}[{where(r)}]"
-            if r.status == "FAIL" and not (check_expected and _expected_fail(run, r.check)):
+            if r.status == "FAIL" and not (check_expected and run.expects_failure(r.check)):
                 msg = r.findings[0].message if r.findings else "failed"
                 body = "\n".join(f"{f.message} ({witness_text(f.witness)})" for f in r.findings)
                 cases.append((name, msg, body + "\n" + headline(r)))
@@ -373,7 +369,7 @@ def _verify_results(report: VerifyReport, check_expected: bool) -> list[dict[str
         for r in run.results:
             if r.status != "FAIL":
                 continue
-            expected = check_expected and _expected_fail(run, r.check)
+            expected = check_expected and run.expects_failure(r.check)
             f0 = r.findings[0] if r.findings else None
             text = f"{run_label(run)}: stage {where(r)}: " + (f0.message if f0 else f"{r.check} failed")
             wit = witness_text(f0.witness) if f0 else ""

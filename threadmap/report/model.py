@@ -69,7 +69,9 @@ class CoverageSummary(CheckSummary):
     duplicate_cells: int
     duplicates: int
     out_of_tile: int
-    out_of_bounds: int = Field(description="accesses outside the tensor (a finding on shared sides)")
+    out_of_bounds: int = Field(description="active accesses outside the tensor (a finding on shared sides)")
+    masked: int = Field(0, description="masked rows (predicate false) outside the shared tensor: no access is "
+                                       "made, not a finding (shared sides count every row; 0 on global sides)")
     replication: int
 
 

@@ -28,12 +28,12 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from threadmap import __version__
 from threadmap.service.core import Service, Settings
 from threadmap.service.guards import OriginGuard
 from threadmap.service.routes import jobs, meta, now
 from threadmap.service.routes.meta import STATIC
 from threadmap.service.store import StoreBusy
+from threadmap.version import __version__
 
 __all__ = ["Settings", "create_app"]
 

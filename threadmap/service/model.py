@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from threadmap import __version__
 from threadmap.errors import SpecError
 from threadmap.spec.load import LoadedSpec, loads_spec
+from threadmap.version import __version__
 
 Format = Literal["yaml", "json", "toml"]
 Engine = Literal["verify", "prove"]

@@ -70,7 +70,7 @@ def _svg(task: DrawTask) -> Outcome:
     """One stage's pictures (``threadmap show --svg``)."""
     import numpy as np
 
-    from threadmap import api
+    import threadmap.api as api
     from threadmap.errors import ThreadmapError
     try:
         loaded = _loaded(task.job)
@@ -88,10 +88,10 @@ def _svg(task: DrawTask) -> Outcome:
 
 
 def _prove(job: SpecJob, loaded: Any, progress: Progress) -> Outcome:
-    from threadmap import __version__
     from threadmap.prove.run import PROPERTIES, prove_loaded
     from threadmap.report.formats import prove_to_junit, prove_to_sarif
     from threadmap.report.model import ProveReport
+    from threadmap.version import __version__
     # a proof decides its properties together: progress counts them, none then all
     total = len(PROPERTIES)
     progress({"done": 0, "total": total, "unit": "properties"})
@@ -102,9 +102,9 @@ def _prove(job: SpecJob, loaded: Any, progress: Progress) -> Outcome:
 
 
 def _verify(job: SpecJob, progress: Progress) -> Outcome:
-    from threadmap import __version__
     from threadmap.report.model import SpecError as SpecErrorModel
     from threadmap.report.model import VerifyReport
+    from threadmap.version import __version__
     try:
         loaded = _loaded(job)
     except Exception as e:  # noqa: BLE001 - the server validated it once; report whatever changed since

@@ -70,7 +70,7 @@ class Entry:
 
 CATALOGUE: dict[str, Entry] = {e.name: e for e in (
     Entry("coverage", "side", "threadmap.verify.coverage", CoverageSummary,
-          ("missing", "duplicate", "out_of_tile", "out_of_bounds"), ("coverage",)),
+          ("missing", "duplicate", "out_of_tile", "out_of_bounds", "masked"), ("coverage",)),
     Entry("grid_coverage", "grid", "threadmap.verify.grid_coverage", GridCoverageSummary,
           ("missing", "duplicate", "aliased_write", "aliasing_undecided"), ("grid", "coverage", "aliasing"),
           expected_as="coverage"),

@@ -11,9 +11,11 @@ e.g. GMMA operand atoms) every cell of ``T_b`` must occur the same number ``r >=
 Counted rows: on a global side the active rows (predicate true); on a shared side every
 row of a real thread, whatever the predicate: the map (thread, value) -> shared element is
 the same in every block, and a bounds predicate that comes from the global side masks, in
-an edge block, shared elements that hold no data (not a coverage hole).  An access outside
-the shared tensor is a finding (``out_of_bounds``); outside a global tensor the predicates
-check reports it.
+an edge block, shared elements that hold no data (not a coverage hole).  An active access
+outside the shared tensor is a finding (``out_of_bounds``); outside a global tensor the
+predicates check reports it.  A masked row (predicate false) outside the shared tensor performs
+no access, so it is no defect: it is counted as ``masked`` and shown as an ``info`` finding
+(the element it would have moved, if in bounds, is ``lost`` to the predicates check).
 
 :func:`coverage_definition` is the executable definition (pure Python, one tile);
 :class:`TileCoverage` the weighted enumeration.
@@ -73,7 +75,7 @@ def coverage_definition(accesses: Iterable[tuple[Hashable, tuple[int, ...], bool
 class BlockTally:
     """One simulated block's tile: its weight (blocks it stands for), distinct in-bounds cells
     covered, counted accesses inside the tile and the tensor, counted accesses outside the tile
-    (in bounds) and outside the tensor, and (with replication) cells per access count."""
+    (in bounds) and active ones outside the tensor, and (with replication) cells per access count."""
 
     block: int
     weight: int
@@ -86,7 +88,9 @@ class BlockTally:
 
 @dataclass
 class _Matrices:
-    """One table's per-block tile counts (``counts``: (nb, cells)) and row masks (nb, rows)."""
+    """One table's per-block tile counts (``counts``: (nb, cells)) and row masks (nb, rows):
+    ``oob`` counted rows outside the tensor with a true predicate, ``masked`` with a false one
+    (only on shared sides, where masked rows are counted)."""
 
     counts: np.ndarray
     target: np.ndarray
@@ -94,6 +98,7 @@ class _Matrices:
     key: np.ndarray
     oot: np.ndarray
     oob: np.ndarray
+    masked: np.ndarray
     org: np.ndarray
 
 
@@ -109,18 +114,19 @@ def _matrices(t: AccessTable, tile: tuple[int, ...]) -> _Matrices:
         in_tile &= np.less(local[k].view(np.uint64), np.uint64(tile[k]))
     inb = in_bounds(t.coords, t.shape).reshape(nb, pb)
     cnt = counted.reshape(nb, pb)
+    act = t.pred.reshape(nb, pb)
     ok = cnt & in_tile & inb
     cell = colex([np.where(in_tile, local[k], 0) for k in range(R)], tile)
     key = np.arange(nb, dtype=np.int64)[:, None] * tsize + cell
     counts = np.bincount(key[ok], minlength=nb * tsize).reshape(nb, tsize)
     target = _tile_cells_in_bounds(org, tile, t.shape)
-    return _Matrices(counts, target, ok, key, cnt & ~in_tile & inb, cnt & ~inb, org)
+    return _Matrices(counts, target, ok, key, cnt & ~in_tile & inb, cnt & ~inb & act, cnt & ~inb & ~act, org)
 
 
 def tile_stats(t: AccessTable, tile: tuple[int, ...]) -> dict[str, np.ndarray]:
     """Per block of ``t``: elements of its tile in the tensor, counted accesses in the tile,
-    missing cells, accesses outside the tile (in bounds) and outside the tensor, covered cells,
-    and ``hist[:, c]``: the tile cells accessed exactly ``c >= 1`` times."""
+    missing cells, accesses outside the tile (in bounds), active and masked ones outside the
+    tensor, covered cells, and ``hist[:, c]``: the tile cells accessed exactly ``c >= 1`` times."""
     nb = t.blocks.size
     m = _matrices(t, tile)
     hit = m.target & (m.counts > 0)
@@ -130,7 +136,7 @@ def tile_stats(t: AccessTable, tile: tuple[int, ...]) -> dict[str, np.ndarray]:
     return {"elements": m.target.sum(axis=1, dtype=np.int64), "accesses": m.ok.sum(axis=1, dtype=np.int64),
             "missing": (m.target & (m.counts == 0)).sum(axis=1, dtype=np.int64),
             "out_of_tile": m.oot.sum(axis=1, dtype=np.int64), "out_of_bounds": m.oob.sum(axis=1, dtype=np.int64),
-            "covered": hit.sum(axis=1, dtype=np.int64), "hist": hist}
+            "masked": m.masked.sum(axis=1, dtype=np.int64), "covered": hit.sum(axis=1, dtype=np.int64), "hist": hist}
 
 
 class TileCoverage(Accumulator):
@@ -146,10 +152,10 @@ class TileCoverage(Accumulator):
         self.tile = side.tile
         self.tsize = int(np.prod(self.tile, dtype=np.int64))
         self.n = {"blocks": 0, "elements": 0, "accesses": 0, "missing": 0, "duplicate_cells": 0,
-                  "duplicates": 0, "out_of_tile": 0, "out_of_bounds": 0}
+                  "duplicates": 0, "out_of_tile": 0, "out_of_bounds": 0, "masked": 0}
         self.rep_hist: Counter[int] = Counter()
         self.findings: dict[str, list[Finding]] = {"duplicate": [], "missing": [], "out_of_tile": [],
-                                                   "out_of_bounds": []}
+                                                   "out_of_bounds": [], "masked": []}
         self.kind_total: Counter[str] = Counter()
         self.group: int | None = None
         self.seen = 0
@@ -205,7 +211,7 @@ class TileCoverage(Accumulator):
         ndup = (hist * np.where(off, np.abs(vals[None, :] - r_b[:, None]), 0)).sum(axis=1)
         per = {"elements": st["elements"], "accesses": st["accesses"], "missing": st["missing"],
                "duplicate_cells": bad, "duplicates": ndup, "out_of_tile": st["out_of_tile"],
-               "out_of_bounds": st["out_of_bounds"]}
+               "out_of_bounds": st["out_of_bounds"], "masked": st["masked"]}
         self.n["blocks"] += int(w.sum())
         for name, x in per.items():
             self.n[name] += int((x * w).sum())
@@ -215,6 +221,7 @@ class TileCoverage(Accumulator):
         kinds = {"duplicate": bad, "missing": per["missing"], "out_of_tile": per["out_of_tile"]}
         if shared:
             kinds["out_of_bounds"] = per["out_of_bounds"]
+            kinds["masked"] = per["masked"]
         want = False
         for kind, cnt in kinds.items():
             self.kind_total[kind] += int((cnt * w).sum())
@@ -242,12 +249,11 @@ class TileCoverage(Accumulator):
                 mbad = m.target & (m.counts != r) & (m.counts > 0)
             else:
                 mbad = m.counts > 1
-            self._witness(sub, m.counts, mbad, m.target & (m.counts == 0), m.oot, m.oob, m.key, m.ok, m.org,
-                          r, shared)
+            self._witness(sub, m.counts, mbad, m.target & (m.counts == 0), m, r, shared)
 
     def _witness(self, t: AccessTable, counts: np.ndarray, bad: np.ndarray, missing: np.ndarray,
-                 oot: np.ndarray, oob: np.ndarray, key: np.ndarray, ok: np.ndarray, org: np.ndarray,
-                 r: int, shared: bool) -> None:
+                 m: _Matrices, r: int, shared: bool) -> None:
+        key, ok, org, oot = m.key, m.ok, m.org, m.oot
         pb = t.per_block
         st, sd = t.stage, t.side
         room = KIND_CAP - len(self.findings["duplicate"])
@@ -291,13 +297,22 @@ class TileCoverage(Accumulator):
                         f"{wt['coordinate']}, outside its tile at {wt['tile_origin']} of shape {self.tile}"))
         if shared:
             room = KIND_CAP - len(self.findings["out_of_bounds"])
-            for i in np.flatnonzero(oob.reshape(-1))[:max(0, room)]:
+            for i in np.flatnonzero(m.oob.reshape(-1))[:max(0, room)]:
                 wt = t.row(int(i))
                 self.findings["out_of_bounds"].append(Finding(
                     check="coverage", kind="out_of_bounds", stage=st, side=sd, witness=wt,
                     message=f"thread {wt['thread']} value {wt['value']} accesses {t.tensor}"
                             f"{wt['coordinate']}, outside the shared tensor of shape {t.shape} "
                             f"(byte address {wt['address']})"))
+            # a masked row performs no access: shown, never a defect
+            room = KIND_CAP - len(self.findings["masked"])
+            for i in np.flatnonzero(m.masked.reshape(-1))[:max(0, room)]:
+                wt = t.row(int(i))
+                self.findings["masked"].append(Finding(
+                    check="coverage", kind="masked", stage=st, side=sd, witness=wt, severity="info",
+                    message=f"block {wt['block']} thread {wt['thread']} value {wt['value']} is masked "
+                            f"(predicate false) at {t.tensor}{wt['coordinate']}, outside the shared tensor "
+                            f"of shape {t.shape}: no access"))
 
     def result(self) -> CheckResult:
         r = self.rep_hist.most_common(1)[0][0] if self.rep_hist else (0 if self.replication else 1)
@@ -307,7 +322,7 @@ class TileCoverage(Accumulator):
             for f in fs:
                 res.add(f, 0)
             res.total_findings += self.kind_total[kind]
-        if res.total_findings:
+        if any(self.kind_total[kind] for kind in self.findings if kind != "masked"):
             res.fail()
         return res
 

@@ -10,8 +10,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from threadmap import __version__
 from threadmap.service.deps import ServiceDep
+from threadmap.version import __version__
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 

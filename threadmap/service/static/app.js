@@ -382,7 +382,7 @@
     const s = r.summary || {};
     switch (s.check) {
       case "coverage":
-        return `${num(s.accesses)} accesses / ${num(s.elements)} elements, missing ${s.missing}, duplicates ${s.duplicates}, outside tile ${s.out_of_tile}, out of bounds ${s.out_of_bounds}`;
+        return `${num(s.accesses)} accesses / ${num(s.elements)} elements, missing ${s.missing}, duplicates ${s.duplicates}, outside tile ${s.out_of_tile}, out of bounds ${s.out_of_bounds}` + (s.masked ? `, masked (predicate false) ${num(s.masked)}` : "");
       case "grid_coverage":
         return `covered ${num(s.covered)}/${num(s.elements)}, duplicates ${s.duplicates}, out of bounds ${s.out_of_bounds}` + (s.aliased ? `, aliased ${s.aliased}` : "");
       case "predicates":
@@ -394,7 +394,7 @@
       case "vectorize":
         return `declared ${s.declared_bits}-bit, widest legal ${s.max_legal_bits}-bit`;
       case "dataflow":
-        return `${s.transform || "no transform"}: moved ${num(s.moved)}, wrong ${s.wrong_values}, races ${s.races}, stale ${s.stale_reads}, uninitialised ${s.uninitialised_reads}, write-after-read ${s.writes_after_reads}`;
+        return `${s.transform || "no transform"}: moved ${num(s.moved)}, wrong ${s.wrong_values}` + (s.missing === null || s.missing === undefined ? "" : `, missing ${num(s.missing)}`) + `, races ${s.races}, stale ${s.stale_reads}, uninitialised ${s.uninitialised_reads}, write-after-read ${s.writes_after_reads}`;
       case "skip":
         return s.reason || "skipped";
       default:
