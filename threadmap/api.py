@@ -29,8 +29,7 @@ import numpy as np
 
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
-from threadmap.report.model import Engine, EngineReport, ProveReport, ProveRun, SpecRun, VerifyReport
-from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import Engine, EngineReport, ProveReport, ProveRun, SpecErrorEntry, SpecRun, VerifyReport
 from threadmap.simulate.access import AccessTable
 from threadmap.simulate.engine import Simulator
 from threadmap.spec.load import LoadedSpec, load_spec, loads_spec, spec_files, with_sizes
@@ -108,7 +107,7 @@ def _name(it: SpecLike) -> str:
     return str(it.path if isinstance(it, LoadedSpec) else "<dict>" if isinstance(it, Mapping) else it)
 
 
-def _expand(items: Sequence[SpecLike], errors: list[SpecErrorModel]) -> list[SpecLike]:
+def _expand(items: Sequence[SpecLike], errors: list[SpecErrorEntry]) -> list[SpecLike]:
     """Paths to their spec files (directories searched); a missing path is one invalid target
     in ``errors`` and the others still run."""
     flat: list[SpecLike] = []
@@ -117,25 +116,25 @@ def _expand(items: Sequence[SpecLike], errors: list[SpecErrorModel]) -> list[Spe
             try:
                 flat.extend(spec_files([it]))
             except SpecError as e:
-                errors.append(SpecErrorModel(path=str(it), message=str(e)))
+                errors.append(SpecErrorEntry(path=str(it), message=str(e)))
         else:
             flat.append(it)
     return flat
 
 
-def error_entry(name: str, e: BaseException) -> SpecErrorModel:
+def error_entry(name: str, e: BaseException) -> SpecErrorEntry:
     """One spec's failure as a report entry: located input errors are ``invalid``, anything
     unexpected inside threadmap ``internal``."""
     if isinstance(e, SpecError):
-        return SpecErrorModel(path=name, message=str(e))
+        return SpecErrorEntry(path=name, message=str(e))
     if isinstance(e, (WorkTooLarge, ThreadmapError)):
-        return SpecErrorModel(path=name, message=f"{name}:1:1: (spec): {e}")
+        return SpecErrorEntry(path=name, message=f"{name}:1:1: (spec): {e}")
     if isinstance(e, (MemoryError, RecursionError)):
-        return SpecErrorModel(path=name, message=f"{name}:1:1: (spec): too large to verify ({type(e).__name__})")
-    return SpecErrorModel(path=name, status="internal", message=f"{name}: internal error: {type(e).__name__}: {e}")
+        return SpecErrorEntry(path=name, message=f"{name}:1:1: (spec): too large to verify ({type(e).__name__})")
+    return SpecErrorEntry(path=name, status="internal", message=f"{name}: internal error: {type(e).__name__}: {e}")
 
 
-def _enumerate(items: Sequence[SpecLike], errors: list[SpecErrorModel], sizes: Mapping[str, int] | None,
+def _enumerate(items: Sequence[SpecLike], errors: list[SpecErrorEntry], sizes: Mapping[str, int] | None,
                checks: frozenset[str] | None, exhaustive: bool, max_rows: int | None, progress: Progress | None,
                on_spec: Callable[[str], None] | None) -> VerifyReport:
     report = VerifyReport(threadmap=__version__, runs=[], errors=errors)
@@ -209,7 +208,7 @@ def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] |
     if eng not in ENGINES:
         raise ThreadmapError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
     check_set = check_names(checks)
-    errors: list[SpecErrorModel] = []
+    errors: list[SpecErrorEntry] = []
     flat = _expand(_items(targets), errors)
     if eng == "enumerate":
         return _enumerate(flat, errors, sizes, check_set, exhaustive, max_rows, progress, on_spec)
@@ -237,7 +236,7 @@ def verify(targets: SpecLike | Sequence[SpecLike], *, sizes: Mapping[str, int] |
         if isinstance(payload, ProveRun):
             proofs.runs.append(payload)
         else:
-            proofs.errors.append(SpecErrorModel(path=str(x.path), message=payload.splitlines()[0],
+            proofs.errors.append(SpecErrorEntry(path=str(x.path), message=payload.splitlines()[0],
                                                 status="invalid" if kind == "invalid" else "internal"))
     return EngineReport(engine=eng, verify=ver, prove=proofs,
                         disagreements=disagreements(ver.runs, proofs.runs) if eng == "both" else [])

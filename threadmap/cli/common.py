@@ -14,7 +14,7 @@ import click
 
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.report.formats import printable
-from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import SpecErrorEntry
 
 
 class UsageError(ThreadmapError):
@@ -111,7 +111,7 @@ def print_rich(draw: Callable[[Any], None], write: Callable[[str], None], to_fil
         write(buf.getvalue())
 
 
-def targets(paths: tuple[str, ...]) -> tuple[list[Path], list[SpecErrorModel]]:
+def targets(paths: tuple[str, ...]) -> tuple[list[Path], list[SpecErrorEntry]]:
     """The spec files under ``paths``, and one invalid target per path that names none (the
     others still run); no spec file at all is a usage error."""
     from threadmap.spec.load import spec_files
@@ -122,7 +122,7 @@ def targets(paths: tuple[str, ...]) -> tuple[list[Path], list[SpecErrorModel]]:
         try:
             files += spec_files([p])
         except SpecError as e:
-            missing.append(SpecErrorModel(path=p, message=str(e)))
+            missing.append(SpecErrorEntry(path=p, message=str(e)))
     if not files and not missing:
         raise UsageError(f"no spec files (.yaml, .yml, .toml, .json) under {', '.join(paths)}")
     return files, missing

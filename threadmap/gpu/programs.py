@@ -18,8 +18,7 @@ from threadmap.errors import SpecError, ThreadmapError
 from threadmap.gpu.behave import BehaviourProgram, behaviour_program
 from threadmap.gpu.probe import NotProbed, ProbeProgram, probe_program, translation_unit
 from threadmap.model import KernelModel, build_model
-from threadmap.report.model import SpecError as SpecErrorModel
-from threadmap.report.model import SpecRun
+from threadmap.report.model import SpecErrorEntry, SpecRun
 
 
 def spec_models(path: Path, sizes: Mapping[str, int] | None) -> list[KernelModel]:
@@ -41,7 +40,7 @@ class Item:
 
 
 def build_programs(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | None = None,
-                   first_env: bool = False, errors: list[SpecErrorModel] | None = None,
+                   first_env: bool = False, errors: list[SpecErrorEntry] | None = None,
                    legal_map: Mapping[str, Mapping[str, bool]] | None = None) -> list[Item]:
     """Probe and behaviour programs (and the verifier's run, for the predictions) of every spec
     and size environment under ``paths``.  With ``legal_map`` (:func:`legal_map` of an earlier
@@ -70,7 +69,7 @@ def build_programs(paths: Sequence[str | Path], *, sizes: Mapping[str, int] | No
         except (SpecError, ThreadmapError) as e:
             if errors is None:
                 raise
-            errors.append(SpecErrorModel(path=str(f), message=str(e)))
+            errors.append(SpecErrorEntry(path=str(f), message=str(e)))
     return items
 
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from threadmap.report.model import SpecError
+from threadmap.report.model import SpecErrorEntry
 
 
 class ReportModel(BaseModel):
@@ -120,7 +120,7 @@ class GpuReport(ReportModel):
     behaviour: list[BehaviourRun] = Field(default_factory=list)
     counters: list[StageCounters] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-    errors: list[SpecError] = Field(default_factory=list)
+    errors: list[SpecErrorEntry] = Field(default_factory=list)
     environment: dict[str, Any] = Field(default_factory=dict)
 
     @property

@@ -27,7 +27,7 @@ from threadmap.gpu.report import GpuReport, ModelProbe
 from threadmap.gpu.report import StageProbe as StageProbeReport
 from threadmap.gpu.toolchain import ARCHS, check_device
 from threadmap.model import KernelModel
-from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import SpecErrorEntry
 from threadmap.simulate.engine import Simulator
 
 Where = Literal["auto", "host", "device"]
@@ -99,13 +99,13 @@ def _files(paths: Sequence[str | Path], report: GpuReport) -> list[Path]:
                     seen.add(f.resolve())
                     files.append(f)
         except SpecError as e:
-            report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
+            report.errors.append(SpecErrorEntry(path=str(p), message=str(e)))
     return files
 
 
-def _error(f: Path | str, e: Exception) -> SpecErrorModel:
+def _error(f: Path | str, e: Exception) -> SpecErrorEntry:
     msg = str(e) if isinstance(e, SpecError) else f"{f}:1:1: (spec): {e}"
-    return SpecErrorModel(path=str(f), message=msg)
+    return SpecErrorEntry(path=str(f), message=msg)
 
 
 def _probe_into(report: GpuReport, found: Sequence[tuple[str, KernelModel, ProbeProgram]], on: str, limit: int,

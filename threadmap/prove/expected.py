@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from threadmap.errors import SpecError
-from threadmap.report.model import ProveReport, ProveRun, error_status
-from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import ProveReport, ProveRun, SpecErrorEntry, error_status
 from threadmap.spec.load import load_spec
 from threadmap.verify.check import canonical
 
@@ -66,7 +65,7 @@ def expected_outcome(report: ProveReport) -> tuple[int, dict[str, list[str]]]:
         try:
             exp = load_spec(Path(run.path)).spec.expect
         except SpecError as e:  # the file changed since it was proved
-            errors.append(SpecErrorModel(path=run.path, message=str(e)))
+            errors.append(SpecErrorEntry(path=run.path, message=str(e)))
             continue
         bad = run_mismatches(run, exp.verdict, list(exp.failing_checks))
         if bad:

@@ -50,8 +50,7 @@ from threadmap.prove.encode import (
     layout_monomials,
     size_classes,
 )
-from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun
-from threadmap.report.model import SpecError as SpecErrorModel
+from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun, SpecErrorEntry
 from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.spec.load import LoadedSpec, load_spec, spec_files
 from threadmap.spec.schema import SizeRange
@@ -543,12 +542,12 @@ def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) ->
         try:
             files += spec_files([p])
         except SpecError as e:
-            report.errors.append(SpecErrorModel(path=str(p), message=str(e)))
+            report.errors.append(SpecErrorEntry(path=str(p), message=str(e)))
     for f in files:
         try:
             loaded = load_spec(f)
         except SpecError as e:
-            report.errors.append(SpecErrorModel(path=str(f), message=str(e)))
+            report.errors.append(SpecErrorEntry(path=str(f), message=str(e)))
             continue
         kind, payload = prove_isolated(loaded, timeout_s)
         if kind == "ok":
@@ -556,6 +555,6 @@ def prove(paths: Sequence[str | Path], *, timeout_s: float = DEFAULT_TIMEOUT) ->
             report.runs.append(payload)
         else:
             assert isinstance(payload, str)
-            report.errors.append(SpecErrorModel(path=str(f), message=payload.splitlines()[0],
+            report.errors.append(SpecErrorEntry(path=str(f), message=payload.splitlines()[0],
                                                 status="invalid" if kind == "invalid" else "internal"))
     return report

@@ -247,7 +247,7 @@ class SpecRun(_Model):
         return expected_name(check) in {expected_name(c) for c in self.expected_failing}
 
 
-class SpecError(_Model):
+class SpecErrorEntry(_Model):
     """A spec that could not be verified: the located error (``FILE:LINE:COL: path: msg``)."""
 
     path: str
@@ -255,7 +255,7 @@ class SpecError(_Model):
     status: Literal["invalid", "internal"] = "invalid"
 
 
-def error_status(errors: list[SpecError]) -> int:
+def error_status(errors: list[SpecErrorEntry]) -> int:
     """The exit status of a run with spec errors: 3 if one is internal, else 2."""
     return 3 if any(e.status == "internal" for e in errors) else 2
 
@@ -265,7 +265,7 @@ class VerifyReport(_Model):
 
     threadmap: str
     runs: list[SpecRun]
-    errors: list[SpecError] = Field(default_factory=list)
+    errors: list[SpecErrorEntry] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -326,7 +326,7 @@ class ProveReport(_Model):
 
     threadmap: str
     runs: list[ProveRun]
-    errors: list[SpecError] = Field(default_factory=list)
+    errors: list[SpecErrorEntry] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

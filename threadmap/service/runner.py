@@ -102,13 +102,12 @@ def _prove(job: SpecJob, loaded: Any, progress: Progress) -> Outcome:
 
 
 def _verify(job: SpecJob, progress: Progress) -> Outcome:
-    from threadmap.report.model import SpecError as SpecErrorModel
-    from threadmap.report.model import VerifyReport
+    from threadmap.report.model import SpecErrorEntry, VerifyReport
     from threadmap.version import __version__
     try:
         loaded = _loaded(job)
     except Exception as e:  # noqa: BLE001 - the server validated it once; report whatever changed since
-        report = VerifyReport(threadmap=__version__, runs=[], errors=[SpecErrorModel(path=job.name, message=str(e))])
+        report = VerifyReport(threadmap=__version__, runs=[], errors=[SpecErrorEntry(path=job.name, message=str(e))])
         return Outcome(report=report.model_dump(mode="json"), exit_status=2)
     if job.options.engine == "prove":
         return _prove(job, loaded, progress)
