@@ -207,3 +207,16 @@ def test_the_checks_can_fail(case: str, tmp_path: Path) -> None:
         assert {i.target for i in found if i.source == "threadmap.b"} == {"threadmap.a.x"}
     else:
         assert any(n == "_hidden" for i in found for n in i.names)
+
+
+def test_one_class_per_error_name() -> None:
+    # an exception and a report record once shared the name SpecError; a reader of an
+    # ``except`` clause must know which class is meant
+    defined: dict[str, list[str]] = defaultdict(list)
+    for name, path in modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined[node.name].append(name)
+    errors = {n: where for n, where in defined.items() if n.endswith(("Error", "Exception")) and len(where) > 1}
+    assert not errors, f"error class names defined twice: {errors}"
+    assert defined["SpecError"] == ["threadmap.errors"]
