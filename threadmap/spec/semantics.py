@@ -144,50 +144,78 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
     """What the models cannot check; adds located problems to ``errs``.  Returns the size
     environments and the max environment (meaningful only when no problem was added).
 
-    * sizes: every value, range bound and sample is at most 2^31 (one dimension); a range has
-      a multiple of ``multiple_of`` inside it; samples lie in the range and are multiples;
-    * names: every name in an expression or layout is a defined size (``at`` may also use
-      ``bx``, ``by``, ``bz``);
-    * references: stage tensors exist; a register fragment is written (as a ``dst``) before
-      it is read (as a ``src``); ``alias`` names an existing shared tensor (chains are
-      followed, cycles rejected) and the view fits in the buffer;
-    * for every size environment (samples and the max): ``threads`` is 1..1024; grid entries
-      are >= 1 and within CUDA's limits; layouts parse, every mode extent is <= 2^31 and
-      size/cosize <= 2^40; shared memory fits 227 KiB; tile rank == at rank <= tensor
-      rank, tile extents in 1..2^31; every thread layout (``threads``, ``tiled_copy.threads``,
-      ``thread_map.threads``) has exactly ``threads`` threads.
+    First the checks that need no size values (sizes, assumptions, names, references); if
+    any failed, nothing is evaluated.  Then, for every size environment (the samples that
+    satisfy the assumptions, and the ranges' max), :func:`check_env`, stopping after the
+    first environment with a problem so that one mistake is not reported once per sample.
     """
     defined = set(spec.sizes)
     n0 = len(errs.lines)
+    check_sizes(spec, errs)
+    relations = check_assumptions(spec, defined, errs)
+    check_expression_names(spec, defined, errs)
+    check_layout_names(spec, defined, errs)
+    check_aliases(spec, errs)
+    check_stage_references(spec, errs)
+    if len(errs.lines) > n0:
+        return [], {}
 
-    # -- sizes
+    envs = assumed_envs(spec, relations, errs)
+    if envs is None:
+        return [], {}
+    top_env = max_env(spec.sizes)
+    for env in envs + ([top_env] if top_env not in envs else []):
+        check_env(spec, env, MAX_ELEMENTS if env in envs else MAX_PROOF_ELEMENTS, errs)
+        if len(errs.lines) > n0:
+            break
+    return envs, top_env
+
+
+# ============================================================================ without size values
+
+
+def check_sizes(spec: Spec, errs: Errors) -> None:
+    """Every size: its name can be written in a CuTe layout string; a value, or a range's
+    max, is at most 2^31 (one dimension); a range holds a multiple of ``multiple_of``; its
+    samples are at most :data:`MAX_SAMPLES`, lie in the range and are multiples.  Sizes
+    are the variables of every later check, so a bad one would be reported again and again."""
     for k, v in spec.sizes.items():
-        p: Path_ = ("sizes", k)
-        if not _SIZE_NAME.fullmatch(k) or k in ("o", "Sw"):
-            errs.add(p, f"size name {k!r} cannot be used in layouts; use ASCII letters, digits "
-                     "and '_', starting with a letter (not 'o' or 'Sw')", key=True)
-            continue
-        if isinstance(v, int):
-            if v > MAX_EXTENT:
-                errs.add(p, f"size {k} = {v} is huge; one dimension is at most 2^31 = {MAX_EXTENT}")
-            continue
-        if v.max > MAX_EXTENT:
-            errs.add((*p, "max"), f"range max {v.max} is huge; one dimension is at most 2^31")
-            continue
-        if v.multiple_of > v.max or -(-v.min // v.multiple_of) * v.multiple_of > v.max:
-            errs.add(p, f"no multiple of {v.multiple_of} lies in [{v.min}, {v.max}]")
-            continue
-        if v.samples is not None:
-            if not v.samples:
-                errs.add((*p, "samples"), "samples is empty; omit it for the default samples")
-            if len(v.samples) > MAX_SAMPLES:
-                errs.add((*p, "samples"), f"more than {MAX_SAMPLES} samples")
-            for j, s in enumerate(v.samples[:MAX_SAMPLES]):
-                if not v.min <= s <= v.max or s % v.multiple_of:
-                    errs.add((*p, "samples", j), f"sample {s} is not in [{v.min}, {v.max}] "
-                             f"or not a multiple of {v.multiple_of}")
+        check_size(k, v, errs)
 
-    # -- assumptions
+
+def check_size(k: str, v: int | SizeRange, errs: Errors) -> None:
+    """One entry of ``sizes`` (see :func:`check_sizes`); the first problem of the name,
+    value or range ends its check."""
+    p: Path_ = ("sizes", k)
+    if not _SIZE_NAME.fullmatch(k) or k in ("o", "Sw"):
+        # "o" and "Sw" are words of the layout parser (o = offset, Sw = a swizzle)
+        errs.add(p, f"size name {k!r} cannot be used in layouts; use ASCII letters, digits "
+                 "and '_', starting with a letter (not 'o' or 'Sw')", key=True)
+        return
+    if isinstance(v, int):
+        if v > MAX_EXTENT:
+            errs.add(p, f"size {k} = {v} is huge; one dimension is at most 2^31 = {MAX_EXTENT}")
+        return
+    if v.max > MAX_EXTENT:
+        errs.add((*p, "max"), f"range max {v.max} is huge; one dimension is at most 2^31")
+        return
+    if v.multiple_of > v.max or -(-v.min // v.multiple_of) * v.multiple_of > v.max:
+        errs.add(p, f"no multiple of {v.multiple_of} lies in [{v.min}, {v.max}]")
+        return
+    if v.samples is not None:
+        if not v.samples:
+            errs.add((*p, "samples"), "samples is empty; omit it for the default samples")
+        if len(v.samples) > MAX_SAMPLES:
+            errs.add((*p, "samples"), f"more than {MAX_SAMPLES} samples")
+        for j, s in enumerate(v.samples[:MAX_SAMPLES]):
+            if not v.min <= s <= v.max or s % v.multiple_of:
+                errs.add((*p, "samples", j), f"sample {s} is not in [{v.min}, {v.max}] "
+                         f"or not a multiple of {v.multiple_of}")
+
+
+def check_assumptions(spec: Spec, defined: set[str], errs: Errors) -> list[Relation]:
+    """Every ``assume`` entry parses as a relation and names only sizes; returns the
+    relations that do, which later select the size environments (:func:`assumed_envs`)."""
     relations: list[Relation] = []
     for i, text in enumerate(spec.assume):
         try:
@@ -201,41 +229,51 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
                      f"relates the sizes: {', '.join(sorted(defined)) or 'none'}")
             continue
         relations.append(rel)
+    return relations
 
-    # -- names in expressions and layouts
+
+def check_expression_names(spec: Spec, defined: set[str], errs: Errors) -> None:
+    """``threads``, the grid and every side's ``tile`` and ``at`` parse as expressions and
+    name only sizes (``at`` may also name the block index ``bx``, ``by``, ``bz``), so that
+    evaluating them per environment cannot fail on a name."""
     exprs: list[tuple[Path_, Any, set[str]]] = [(("threads",), spec.threads, defined)]
     exprs += [(("grid", i), g, defined) for i, g in enumerate(spec.grid)]
     for i, which, side in _sides(spec):
         base: Path_ = ("stages", i, "copy", which)
         exprs += [((*base, "tile", j), t, defined) for j, t in enumerate(side.tile or [])]
         exprs += [((*base, "at", j), a, defined | set(BLOCK_NAMES)) for j, a in enumerate(side.at or [])]
-    bad_expr: set[Path_] = set()
     for p, x, names in exprs:
         try:
             e = parse_expr(x)
         except SpecError as ex:
             errs.add(p, str(ex) + (COMMA_HINT if unbalanced(x) else ""))
-            bad_expr.add(p)
             continue
         undefined = sorted(e.names() - names)
         if undefined:
             errs.add(p, f"undefined name {undefined[0]!r} in {str(x)!r}"
                      f"{'' if len(p) > 1 and p[-2] == 'at' else ' (names here are the sizes)'}; "
                      f"defined: {', '.join(sorted(names)) or 'none'}")
-            bad_expr.add(p)
-    bad_layout: set[Path_] = set()
+
+
+def check_layout_names(spec: Spec, defined: set[str], errs: Errors) -> None:
+    """Every layout string (tensors, thread layouts, tiled copies, MMA atom layouts) names
+    only sizes; a name is what the layout parser looks up, not any word in the text."""
     for p, text in _layout_fields(spec):
         undefined = sorted(set(_layout_names(text)) - defined)
         if undefined:
             errs.add(p, f"undefined name {undefined[0]!r} in layout {text!r}; "
                      f"defined sizes: {', '.join(sorted(defined)) or 'none'}")
-            bad_layout.add(p)
 
-    # -- references
+
+def check_aliases(spec: Spec, errs: Errors) -> None:
+    """A tensor's ``alias`` is a shared tensor viewing another shared tensor's buffer: the
+    chain of aliases is followed to its root, and must reach one (no missing target, no
+    cycle, no target outside shared memory).  The view's size is checked per environment
+    (:func:`check_shared_memory`)."""
     for name, t in spec.tensors.items():
         if t.alias is None:
             continue
-        p = ("tensors", name, "alias")
+        p: Path_ = ("tensors", name, "alias")
         if t.memory != "shared":
             errs.add(p, "only shared tensors can alias a buffer")
         seen = {name}
@@ -254,13 +292,19 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
             if spec.tensors[cur].alias is None:
                 break
             cur = spec.tensors[cur].alias  # type: ignore[assignment]
+
+
+def check_stage_references(spec: Spec, errs: Errors) -> None:
+    """Each copy stage's sides: a ``tensor`` is defined; a register fragment is read (as a
+    ``src``) only after an earlier stage wrote it (as a ``dst``), the order the kernel runs
+    them; a register side has no ``tile`` (a fragment is per thread, not a tile of a tensor)."""
     written: set[str] = set()
     for i, st in enumerate(spec.stages):
         if not isinstance(st, Copy):
             continue
         for which in ("src", "dst"):
             side = getattr(st.copy_, which)
-            p = ("stages", i, "copy", which)
+            p: Path_ = ("stages", i, "copy", which)
             if side.tensor is not None and side.tensor not in spec.tensors:
                 errs.add((*p, "tensor"), f"tensor {side.tensor!r} is not defined; tensors: "
                          f"{', '.join(spec.tensors) or 'none'}")
@@ -273,134 +317,202 @@ def check_semantics(spec: Spec, errs: Errors) -> tuple[list[dict[str, int]], dic
         if st.copy_.dst.registers is not None:
             written.add(st.copy_.dst.registers)
 
-    if len(errs.lines) > n0:
-        return [], {}
 
-    # -- evaluated checks, per environment
+# ============================================================================ size environments
+
+
+def assumed_envs(spec: Spec, relations: Sequence[Relation], errs: Errors) -> list[dict[str, int]] | None:
+    """The sampled size environments (:func:`sample_envs`) that satisfy every assumption;
+    None after adding a problem: an assumption cannot be evaluated, one fails for the fixed
+    sizes (there is nothing else to choose), or no sample satisfies them all."""
     envs = sample_envs(spec.sizes, _const_tiles(spec))
-    if relations:
-        kept = []
-        for env in envs:
-            try:
-                broken = [r for r in relations if not r.holds(env)]
-            except SpecError as ex:
-                errs.add(("assume",), f"{ex}{_env_note(env, spec)}")
-                return [], {}
-            if not broken:
-                kept.append(env)
-            elif all(isinstance(v, int) for v in spec.sizes.values()):
-                errs.add(("assume", spec.assume.index(broken[0].text)),
-                         f"{broken[0].text!r} does not hold for the sizes {_env_text(env)}")
-                return [], {}
-        if not kept:
-            errs.add(("assume",), f"no sample of the size ranges satisfies every assumption (tried "
-                     f"{len(envs)}: {_env_text(envs[0])}, ...); give samples that do")
-            return [], {}
-        envs = kept
-    top_env = max_env(spec.sizes)
-    check_envs = envs + ([top_env] if top_env not in envs else [])
-    for env in check_envs:
-        note = _env_note(env, spec)
-        max_elements = MAX_ELEMENTS if env in envs else MAX_PROOF_ELEMENTS
+    if not relations:
+        return envs
+    kept = []
+    for env in envs:
+        try:
+            broken = [r for r in relations if not r.holds(env)]
+        except SpecError as ex:
+            errs.add(("assume",), f"{ex}{_env_note(env, spec)}")
+            return None
+        if not broken:
+            kept.append(env)
+        elif all(isinstance(v, int) for v in spec.sizes.values()):
+            errs.add(("assume", spec.assume.index(broken[0].text)),
+                     f"{broken[0].text!r} does not hold for the sizes {_env_text(env)}")
+            return None
+    if not kept:
+        errs.add(("assume",), f"no sample of the size ranges satisfies every assumption (tried "
+                 f"{len(envs)}: {_env_text(envs[0])}, ...); give samples that do")
+        return None
+    return kept
 
-        def ev(p: Path_, x: Any, env: Mapping[str, int] = env, note: str = note) -> int | None:
-            try:
-                return evaluate(x, env)
-            except SpecError as ex:
-                errs.add(p, f"{ex}{note}")
-                return None
 
-        threads = ev(("threads",), spec.threads)
-        if threads is not None and not 1 <= threads <= MAX_THREADS:
-            errs.add(("threads",), f"threads = {threads}{note}; a CTA has 1..{MAX_THREADS} threads")
-            threads = None
-        for i, g in enumerate(spec.grid):
-            gv = ev(("grid", i), g)
-            if gv is not None and not 1 <= gv <= MAX_GRID[i]:
-                errs.add(("grid", i), f"grid entry {i} = {gv}{note}; it must be in 1..{MAX_GRID[i]}")
+class EnvCheck:
+    """The checks of one size environment share it, its note for messages ("(with
+    M=128)"), the element limit (tighter at the samples, which are enumerated, than at the
+    ranges' max, which only proofs reach) and the error list."""
 
-        layouts: dict[Path_, Any] = {}
-        for p, text in _layout_fields(spec):
-            try:
-                lay = bind_layout(text, env)
-                inner = getattr(lay, "layout_b", lay)
-                if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
-                    errs.add(p, f"layout {text!r} needs integer strides (basis strides such as 1@0 make "
-                                "coordinate tensors, not memory or thread layouts)")
-                    continue
-                beyond = _beyond_int64(lay)
-                if beyond:
-                    errs.add(p, f"layout {text!r} {beyond}{note}; threadmap computes sizes and offsets in "
-                                "signed 64-bit integers")
-                    continue
-                n, cn = size(lay), cosize(lay)
-                modes = _flat_shape(layout_shape(lay))
-            except (ThreadmapError, RecursionError, TypeError, ValueError, ArithmeticError) as ex:
-                errs.add(p, f"{ex}{note}")
-                continue
-            if any(m > MAX_EXTENT for m in modes) or n > max_elements or cn > max_elements:
-                errs.add(p, f"layout {text!r} is huge{note}: size {n}, cosize {cn}; limits are 2^31 per "
-                         f"mode and 2^{max_elements.bit_length() - 1} elements"
-                         + (" (at the samples)" if max_elements == MAX_ELEMENTS else " (at the ranges' max)"))
-                continue
+    def __init__(self, spec: Spec, env: Mapping[str, int], max_elements: int, errs: Errors) -> None:
+        self.spec = spec
+        self.env = env
+        self.note = _env_note(env, spec)
+        self.max_elements = max_elements
+        self.errs = errs
+
+    def evaluate(self, p: Path_, x: Any, env: Mapping[str, int] | None = None) -> int | None:
+        """``x`` in this environment (or ``env``); None after adding the problem at ``p``."""
+        try:
+            return evaluate(x, self.env if env is None else env)
+        except SpecError as ex:
+            self.errs.add(p, f"{ex}{self.note}")
+            return None
+
+
+def check_env(spec: Spec, env: Mapping[str, int], max_elements: int, errs: Errors) -> None:
+    """Every check that needs size values, in one environment: the CTA's threads and the
+    grid, the layouts (bound once, then shared), shared memory, and each copy side's tile,
+    ``at`` and thread layouts."""
+    ck = EnvCheck(spec, env, max_elements, errs)
+    threads = check_threads(ck)
+    check_grid(ck)
+    layouts = bind_layouts(ck)
+    check_shared_memory(ck, layouts)
+    for i, which, side in _sides(spec):
+        base: Path_ = ("stages", i, "copy", which)
+        check_tile(ck, base, side, layouts)
+        if threads is not None:
+            check_thread_counts(ck, base, side, layouts, threads)
+
+
+def check_threads(ck: EnvCheck) -> int | None:
+    """``threads`` evaluates to 1..1024 (a CTA); returns it, or None when it does not, so
+    that thread layouts are not compared with a wrong count."""
+    threads = ck.evaluate(("threads",), ck.spec.threads)
+    if threads is not None and not 1 <= threads <= MAX_THREADS:
+        ck.errs.add(("threads",), f"threads = {threads}{ck.note}; a CTA has 1..{MAX_THREADS} threads")
+        return None
+    return threads
+
+
+def check_grid(ck: EnvCheck) -> None:
+    """Every grid entry evaluates to 1..CUDA's ``gridDim`` limit of its dimension."""
+    for i, g in enumerate(ck.spec.grid):
+        gv = ck.evaluate(("grid", i), g)
+        if gv is not None and not 1 <= gv <= MAX_GRID[i]:
+            ck.errs.add(("grid", i), f"grid entry {i} = {gv}{ck.note}; it must be in 1..{MAX_GRID[i]}")
+
+
+def bind_layouts(ck: EnvCheck) -> dict[Path_, Any]:
+    """Every layout string bound to the environment, by path, when it parses, has integer
+    strides, stays inside signed 64-bit arithmetic, and is small enough to enumerate (each
+    mode <= 2^31, size and cosize within the element limit); the others are reported and
+    left out, so that later checks skip them."""
+    layouts: dict[Path_, Any] = {}
+    for p, text in _layout_fields(ck.spec):
+        lay = bind_layout_checked(ck, p, text)
+        if lay is not None:
             layouts[p] = lay
+    return layouts
 
-        smem = 0
-        biggest: tuple[Path_, int] = (("tensors",), 0)
-        for name, t in spec.tensors.items():
-            lay = layouts.get(("tensors", name, "layout"))
-            if lay is None or t.memory != "shared":
-                continue
-            nbytes = (t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8
-            if t.alias is None:
-                smem += nbytes
-                if nbytes > biggest[1]:  # the error points at the buffer that needs the most
-                    biggest = (("tensors", name, "offset" if t.offset > cosize(lay) else "layout"), nbytes)
-                continue
-            root = t.alias
-            while spec.tensors[root].alias is not None:
-                root = spec.tensors[root].alias  # type: ignore[assignment]
-            rl = layouts.get(("tensors", root, "layout"))
-            rt = spec.tensors[root]
-            if rl is not None:
-                rbytes = (rt.offset + cosize(rl)) * ELEMENT_BITS[rt.element or spec.element] // 8
-                if nbytes > rbytes:
-                    errs.add(("tensors", name, "layout"), f"view of {nbytes} bytes (offset included) "
-                             f"exceeds its buffer {root!r} of {rbytes} bytes{note}")
-        if smem > MAX_SHARED_BYTES:
-            errs.add(biggest[0], f"shared tensors need {smem} bytes{note} ({biggest[1]} for {biggest[0][1]!r}); "
-                     f"a CTA has at most {MAX_SHARED_BYTES} bytes of shared memory")
 
-        for i, which, side in _sides(spec):
-            base = ("stages", i, "copy", which)
-            if side.tile is not None and side.at is not None and side.tensor in spec.tensors:
-                tl = layouts.get(("tensors", side.tensor, "layout"))
-                if len(side.tile) != len(side.at):
-                    errs.add((*base, "at"), f"'at' has {len(side.at)} coordinates but 'tile' has "
-                             f"{len(side.tile)} extents")
-                elif tl is not None and len(side.tile) > rank(tl):
-                    errs.add((*base, "tile"), f"tile has rank {len(side.tile)} but tensor "
-                             f"{side.tensor!r} has rank {rank(tl)}")
-                for j, x in enumerate(side.tile):
-                    ext = ev((*base, "tile", j), x)
-                    if ext is not None and not 1 <= ext <= MAX_EXTENT:
-                        errs.add((*base, "tile", j), f"tile extent {ext}{note} must be in 1..2^31")
-                benv = {**env, "bx": 0, "by": 0, "bz": 0}
-                for j, x in enumerate(side.at):
-                    ev((*base, "at", j), x, benv)
-            if threads is None:
-                continue
-            for sub in ("threads", ("tiled_copy", "threads")):
-                p = (*base, sub) if isinstance(sub, str) else (*base, *sub)
-                lay = layouts.get(p)
-                if lay is not None and size(lay) != threads:
-                    errs.add(p, f"thread layout has {size(lay)} threads, but threads = {threads}{note}")
-            if side.thread_map is not None and side.thread_map.threads != threads:
-                errs.add((*base, "thread_map", "threads"), f"thread map has {side.thread_map.threads} "
-                         f"threads, but threads = {threads}{note}")
-        if len(errs.lines) > n0:
-            break
-    return envs, top_env
+def bind_layout_checked(ck: EnvCheck, p: Path_, text: str) -> Any:
+    """One layout of :func:`bind_layouts`; None after adding its problem."""
+    try:
+        lay = bind_layout(text, ck.env)
+        inner = getattr(lay, "layout_b", lay)
+        if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
+            ck.errs.add(p, f"layout {text!r} needs integer strides (basis strides such as 1@0 make "
+                           "coordinate tensors, not memory or thread layouts)")
+            return None
+        beyond = _beyond_int64(lay)
+        if beyond:
+            ck.errs.add(p, f"layout {text!r} {beyond}{ck.note}; threadmap computes sizes and offsets in "
+                           "signed 64-bit integers")
+            return None
+        n, cn = size(lay), cosize(lay)
+        modes = _flat_shape(layout_shape(lay))
+    except (ThreadmapError, RecursionError, TypeError, ValueError, ArithmeticError) as ex:
+        ck.errs.add(p, f"{ex}{ck.note}")
+        return None
+    max_elements = ck.max_elements
+    if any(m > MAX_EXTENT for m in modes) or n > max_elements or cn > max_elements:
+        ck.errs.add(p, f"layout {text!r} is huge{ck.note}: size {n}, cosize {cn}; limits are 2^31 per "
+                    f"mode and 2^{max_elements.bit_length() - 1} elements"
+                    + (" (at the samples)" if max_elements == MAX_ELEMENTS else " (at the ranges' max)"))
+        return None
+    return lay
+
+
+def check_shared_memory(ck: EnvCheck, layouts: Mapping[Path_, Any]) -> None:
+    """The shared buffers (tensors that alias nothing) fit in a CTA's shared memory, the
+    problem pointing at the biggest one; an aliasing view, offset included, fits in the
+    buffer at the root of its alias chain."""
+    spec = ck.spec
+    smem = 0
+    biggest: tuple[Path_, int] = (("tensors",), 0)
+    for name, t in spec.tensors.items():
+        lay = layouts.get(("tensors", name, "layout"))
+        if lay is None or t.memory != "shared":
+            continue
+        nbytes = (t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8
+        if t.alias is None:
+            smem += nbytes
+            if nbytes > biggest[1]:  # the error points at the buffer that needs the most
+                biggest = (("tensors", name, "offset" if t.offset > cosize(lay) else "layout"), nbytes)
+            continue
+        root = t.alias
+        while spec.tensors[root].alias is not None:
+            root = spec.tensors[root].alias  # type: ignore[assignment]
+        rl = layouts.get(("tensors", root, "layout"))
+        rt = spec.tensors[root]
+        if rl is not None:
+            rbytes = (rt.offset + cosize(rl)) * ELEMENT_BITS[rt.element or spec.element] // 8
+            if nbytes > rbytes:
+                ck.errs.add(("tensors", name, "layout"), f"view of {nbytes} bytes (offset included) "
+                            f"exceeds its buffer {root!r} of {rbytes} bytes{ck.note}")
+    if smem > MAX_SHARED_BYTES:
+        ck.errs.add(biggest[0], f"shared tensors need {smem} bytes{ck.note} ({biggest[1]} for "
+                    f"{biggest[0][1]!r}); a CTA has at most {MAX_SHARED_BYTES} bytes of shared memory")
+
+
+def check_tile(ck: EnvCheck, base: Path_, side: Side, layouts: Mapping[Path_, Any]) -> None:
+    """A side that copies a tile of a tensor: ``at`` has one coordinate per tile extent,
+    the tile's rank is at most the tensor's, every extent is 1..2^31, and every ``at``
+    coordinate evaluates (with the block index at 0)."""
+    if side.tile is None or side.at is None or side.tensor not in ck.spec.tensors:
+        return
+    tl = layouts.get(("tensors", side.tensor, "layout"))
+    if len(side.tile) != len(side.at):
+        ck.errs.add((*base, "at"), f"'at' has {len(side.at)} coordinates but 'tile' has "
+                    f"{len(side.tile)} extents")
+    elif tl is not None and len(side.tile) > rank(tl):
+        ck.errs.add((*base, "tile"), f"tile has rank {len(side.tile)} but tensor "
+                    f"{side.tensor!r} has rank {rank(tl)}")
+    for j, x in enumerate(side.tile):
+        ext = ck.evaluate((*base, "tile", j), x)
+        if ext is not None and not 1 <= ext <= MAX_EXTENT:
+            ck.errs.add((*base, "tile", j), f"tile extent {ext}{ck.note} must be in 1..2^31")
+    benv = {**ck.env, "bx": 0, "by": 0, "bz": 0}
+    for j, x in enumerate(side.at):
+        ck.evaluate((*base, "at", j), x, benv)
+
+
+def check_thread_counts(ck: EnvCheck, base: Path_, side: Side, layouts: Mapping[Path_, Any],
+                        threads: int) -> None:
+    """Every thread layout of a side (``threads``, ``tiled_copy.threads``,
+    ``thread_map.threads``) has exactly the CTA's ``threads`` threads: each thread of the
+    CTA takes part in the copy, once."""
+    for p in ((*base, "threads"), (*base, "tiled_copy", "threads")):
+        lay = layouts.get(p)
+        if lay is not None and size(lay) != threads:
+            ck.errs.add(p, f"thread layout has {size(lay)} threads, but threads = {threads}{ck.note}")
+    if side.thread_map is not None and side.thread_map.threads != threads:
+        ck.errs.add((*base, "thread_map", "threads"), f"thread map has {side.thread_map.threads} "
+                    f"threads, but threads = {threads}{ck.note}")
+
+
+# ============================================================================ layout arithmetic
 
 
 def _beyond_int64(lay: Any) -> str | None:
