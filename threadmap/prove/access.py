@@ -69,6 +69,7 @@ from threadmap.verify.run import RunOptions, WorkTooLarge, verify_model
 from threadmap.verify.vectorize import Vectorize
 
 MAX_BITS = 128
+RATIO_QUERY_MS = 20_000  # per query of the sector-ratio bound
 
 
 @dataclass
@@ -539,7 +540,9 @@ def _ratio_side(enc: AccessEncoding, s: _Side, lim: float, timeout_ms: int, dead
     whole = s.cp.predicate == "none" or (s.cp.predicate in ("vector", "bounds")
                                          and (s.theirs is None or s.other.vec % s.sd.vec == 0))
     unit = a if whole else e  # the fewest distinct bytes one distinct active vector adds
-    solver = enc.solver(timeout_ms)
+    # a query the solver cannot settle soon rarely settles later: UNKNOWN without spending the
+    # spec's whole time limit on it
+    solver = enc.solver(min(timeout_ms, RATIO_QUERY_MS))
     insts = sorted(((enc.sector_bound(s, lanes, math.floor(r)), w, st, lanes) for w, st, lanes in enc.lanes(s)
                     if lanes), key=lambda x: -x[0])
     for bound, w, st, lanes in insts:
