@@ -60,6 +60,9 @@ def test_ratio_true_for_every_instruction_is_proved_and_agrees_with_verify() -> 
 def test_ratio_broken_over_the_grid_is_refuted_at_replayed_sizes() -> None:
     loaded, co = _coalescing("1.0")
     assert co.status == "REFUTED", co.reason
+    # refuted by the ratio's own witness (not only at a class representative): the instruction
+    # over the per-instruction bound, then the whole grid measured at its sizes
+    assert "the whole-grid sector ratio of stage 0 src is" in co.reason and "sectors for" in co.reason
     assert co.sizes is not None and co.sizes["N"] % 64 != 0
     # the oracle: verify's whole-grid ratio at the witness sizes exceeds 1.0
     assert _grid_ratio(loaded, co.sizes) > 1.0
