@@ -47,6 +47,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -64,9 +65,11 @@ from threadmap.spec.expr import BLOCK_NAMES, Interval
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import SizeRange
 from threadmap.verify.coalescing import Coalescing, access_legality, bad_accesses, instruction_stats
+from threadmap.verify.run import RunOptions, WorkTooLarge, verify_model
 from threadmap.verify.vectorize import Vectorize
 
 MAX_BITS = 128
+RATIO_QUERY_MS = 20_000  # per query of the sector-ratio bound
 
 
 @dataclass
@@ -368,6 +371,31 @@ class AccessEncoding:
         self._residues[key] = out
         return out
 
+    def new_sectors(self, s: _Side, lanes: Sequence[tuple[int, int]]) -> list[z3.BoolRef]:
+        """Per lane of one instruction: it is active and its sector differs from every earlier
+        active lane's (their count is the instruction's sectors once its vectors are aligned)."""
+        t_ref, v_ref = lanes[0]
+        rho = z3.ZeroExt(self.bits - 7, self.address_low(s, t_ref, v_ref, 7))
+        act = [self.any_active(s, t, v0) for t, v0 in lanes]
+        sec = [z3.simplify((rho + self.relative(s, t, v0, t_ref, v_ref)) >> 5) for t, v0 in lanes]
+        return [z3.And(act[i], *[z3.Not(z3.And(act[j], sec[j] == sec[i])) for j in range(i)])
+                for i in range(len(lanes))]
+
+    def new_elements(self, s: _Side, lanes: Sequence[tuple[int, int]], whole: bool = False) -> list[z3.BoolRef]:
+        """Per element ``(lane, j)`` of one instruction: it is active and no earlier lane's
+        element ``j`` is active at the same address (their count times the element size is the
+        instruction's distinct bytes once its vectors are aligned: two aligned vectors of one
+        width coincide or are disjoint, so only elements of one index ``j`` can coincide).
+        With ``whole`` (every vector active or not as a whole) one term per lane: a new vector."""
+        out = []
+        for i, (t, v0) in enumerate(lanes):
+            same = [self.relative(s, t, v0, tj, vj) == 0 for tj, vj in lanes[:i]]
+            for j in range(1 if whole else s.sd.vec):
+                act = self.active(s, t, v0 + j)
+                dup = [z3.And(self.active(s, tj, vj + j), eq) for (tj, vj), eq in zip(lanes[:i], same, strict=True)]
+                out.append(z3.And(act, z3.Not(z3.Or(dup))) if dup else act)
+        return out
+
     def any_active(self, s: _Side, t: int, v0: int) -> z3.BoolRef:
         return z3.Or([self.active(s, t, v0 + j) for j in range(s.sd.vec)])
 
@@ -466,12 +494,7 @@ def _worst_sectors(enc: AccessEncoding, timeout_ms: int, deadline: float) -> dic
         for bound, w, st, lanes in insts:
             if bound <= best["sectors"]:
                 break  # sorted: no later instruction can beat the worst found
-            t_ref, v_ref = lanes[0]
-            rho = z3.ZeroExt(enc.bits - 7, enc.address_low(s, t_ref, v_ref, 7))
-            act = [enc.any_active(s, t, v0) for t, v0 in lanes]
-            sec = [z3.simplify((rho + enc.relative(s, t, v0, t_ref, v_ref)) >> 5) for t, v0 in lanes]
-            new = [z3.And(act[i], *[z3.Not(z3.And(act[j], sec[j] == sec[i])) for j in range(i)])
-                   for i in range(len(lanes))]
+            new = enc.new_sectors(s, lanes)
             # the bound is usually reached: one satisfiable query settles the instruction; else
             # step down (each unsatisfiable query lowers what this instruction can reach)
             goal = bound
@@ -500,6 +523,134 @@ def _worst_sectors(enc: AccessEncoding, timeout_ms: int, deadline: float) -> dic
     return best
 
 
+def _ratio_side(enc: AccessEncoding, s: _Side, lim: float, timeout_ms: int, deadline: float
+                ) -> tuple[str, int, int, dict[str, int], tuple[int, int, int]] | str | None:
+    """Whether every warp instruction of side ``s`` touches at most ``lim`` times its ideal
+    sectors, for all sizes and blocks: None when it does; else ``(kind, warp, step, sizes,
+    block)`` of a solver witness (``kind`` "over"), or why it is not decided.
+
+    Per instruction the violation is ``ideal = k and sectors > floor(lim k)`` for some ``k``
+    (``ideal = ceil(bytes / 32)``; ``bytes = e`` times the distinct active elements); an
+    instruction whose sector bound is at most ``floor(lim)`` needs no query (an active
+    instruction has ``ideal >= 1``)."""
+    r = Fraction(lim)  # the float exactly: the bound proved is never looser than the spec's
+    e, a = s.sd.elem_bytes, s.sd.access_bits // 8
+    S = hw.SECTOR_BYTES
+    # a whole vector is active or not when the predicate is per vector on both sides
+    whole = s.cp.predicate == "none" or (s.cp.predicate in ("vector", "bounds")
+                                         and (s.theirs is None or s.other.vec % s.sd.vec == 0))
+    unit = a if whole else e  # the fewest distinct bytes one distinct active vector adds
+    # a query the solver cannot settle soon rarely settles later: UNKNOWN without spending the
+    # spec's whole time limit on it
+    solver = enc.solver(min(timeout_ms, RATIO_QUERY_MS))
+    insts = sorted(((enc.sector_bound(s, lanes, math.floor(r)), w, st, lanes) for w, st, lanes in enc.lanes(s)
+                    if lanes), key=lambda x: -x[0])
+    for bound, w, st, lanes in insts:
+        # an aligned vector lies in one sector: with n distinct active vectors, sectors <= min(bound, n)
+        # and ideal >= ceil(n unit / 32); when that never exceeds lim, no query is needed
+        if all(min(bound, n) <= math.floor(r * -(-n * unit // S)) for n in range(1, len(lanes) + 1)):
+            continue
+        if time.perf_counter() > deadline:
+            return "time limit reached while bounding the sectors per ideal sector"
+        secs = enc.new_sectors(s, lanes)
+        if whole:  # count distinct vectors (each a bytes) rather than elements
+            els, wt = enc.new_elements(s, lanes, whole=True), a
+        else:
+            els, wt = enc.new_elements(s, lanes), e
+        over = [z3.And(z3.PbGe([(x, wt) for x in els], S * (k - 1) + 1),
+                       z3.PbLe([(x, wt) for x in els], S * k),
+                       z3.PbGe([(x, 1) for x in secs], math.floor(r * k) + 1))
+                for k in range(1, -(-len(els) * wt // S) + 1) if math.floor(r * k) < bound]
+        if not over:
+            continue
+        try:
+            wit = enc.witness(solver, [z3.Or(over)])
+        except TimeoutError as ex:
+            return f"solver: {ex}"
+        if wit is not None:
+            return "over", w, st, wit[0], wit[1]
+    return None
+
+
+def sector_ratio(enc: AccessEncoding, co: PropertyResult, timeout_ms: int, deadline: float) -> PropertyResult:
+    """The spec's ``sectors_per_request`` expectations (a whole-grid ratio per side, sectors
+    over ideal sectors) on a ``coalescing`` result whose alignment is PROVED.
+
+    Sufficient: every warp instruction's sectors ``<= lim x`` its ideal sectors (summed over
+    the grid, the ratio is then at most ``lim``); decided by z3 per instruction.  Where it
+    fails, the witness instruction is replayed by the simulator and the whole-grid ratio is
+    measured at the witness sizes: above ``lim`` it is REFUTED there; else UNKNOWN naming the
+    instruction, block and sizes (the ratio over the grid may still hold).  With no size
+    range, the whole-grid ratio at the spec's one size is exact."""
+    t0 = time.perf_counter()
+    exp = enc.model.expect
+    proved: list[str] = []
+    for s in enc.sides:
+        lim = exp.sector_ratio_load if s.sd.which == "src" else exp.sector_ratio_store
+        if lim is None:
+            continue
+        where = f"stage {s.sd.stage} {s.sd.which}"
+        # one size: its whole-grid ratio is exact (and far cheaper than a query per instruction)
+        got = ("one", 0, 0, {k: int(enc.loaded.envs[0][k]) for k in enc.loaded.spec.sizes}, (0, 0, 0)) \
+            if not enc.names else _ratio_side(enc, s, lim, timeout_ms, deadline)
+        if got is None:
+            proved.append(f"{where}: every instruction's sectors <= {lim:g} x its ideal")
+            continue
+        if isinstance(got, str):
+            return co.model_copy(update={"status": "UNKNOWN", "seconds": co.seconds + time.perf_counter() - t0,
+                                         "reason": f"vectors are aligned; the sector ratio {lim:g} of {where} is "
+                                                   f"not decided: {got}"})
+        kind, w, st, sizes, block = got
+        at = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        inst = f"{where}, warp {w} step {st}, block {block}"
+
+        def unknown(why: str, inst: str = inst, at: str = at, lim: float = lim) -> PropertyResult:
+            return co.model_copy(update={
+                "status": "UNKNOWN", "seconds": co.seconds + time.perf_counter() - t0, "reason": (
+                    f"the spec's sector ratio {lim:g} is not proved for every size: the instruction of {inst} at "
+                    f"{at} {why}")})
+        why = "(the spec has one size)"
+        if kind == "over":
+            try:
+                _, tab = enc.replay(s, sizes, block)
+            except SpecError as ex:
+                return unknown(f"is a witness that does not build: {ex}")
+            st_ = instruction_stats(tab)
+            i = w * tab.steps + st
+            sec, ideal = int(st_["sectors"][i]), int(st_["ideal"][i])
+            if not sec > Fraction(lim) * ideal:
+                return unknown(f"is the solver's witness, which does not replay in the simulator ({sec} sectors, "
+                               f"ideal {ideal})")
+            why = (f"touches {sec} sectors for {ideal} ideal, more than {lim:g}x (the sufficient per-instruction "
+                   "bound sectors <= ratio x ideal fails there)")
+        try:
+            run = verify_model(build_model(enc.loaded, {**enc.loaded.envs[0], **sizes}),
+                               RunOptions(checks=frozenset({"coalescing"})))
+        except (SpecError, WorkTooLarge) as ex:
+            return unknown(f"{why}; the whole grid there is not measured: {ex}")
+        res = next(x for x in run.results if x.check == "coalescing" and x.stage == s.sd.stage
+                   and x.side == s.sd.which)
+        ratio = float(getattr(res.summary, "ratio", 0.0))
+        if run.totals == "partial" or any("partial" in n for n in run.notes):
+            return unknown(f"{why}; the grid there was not enumerated whole")
+        if ratio > lim + 1e-12:  # the tolerance verify uses
+            fs = [f for f in res.findings if f.severity == "error"]
+            return co.model_copy(update={
+                "status": "REFUTED", "method": "z3 + simulator", "sizes": dict(sizes), "findings": fs[:5],
+                "seconds": co.seconds + time.perf_counter() - t0,
+                "reason": f"the whole-grid sector ratio of {where} is {ratio:.4g} at these sizes, above the "
+                          f"spec's {lim:g} (measured by the simulator" +
+                          (f"; the instruction of {inst} {why})" if kind == "over" else ")")})
+        if not enc.names:
+            proved.append(f"{where}: the whole-grid ratio at the spec's only size is {ratio:.4g} <= {lim:g}")
+            continue
+        return unknown(f"{why}; the whole-grid ratio there is {ratio:.4g}, within {lim:g}, so it may still hold")
+    if not proved:
+        return co
+    return co.model_copy(update={"seconds": co.seconds + time.perf_counter() - t0,
+                                 "reason": f"{co.reason}; sector ratio: " + "; ".join(proved)})
+
+
 def access_properties(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, timeout_ms: int,
                       deadline: float) -> dict[str, PropertyResult]:
     """``vectorize`` and ``coalescing`` of the global sides (the shared sides of ``vectorize``
@@ -524,5 +675,6 @@ def access_properties(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, 
                                                                      f"per request is not bounded: {worst}"})
         else:
             co = co.model_copy(update={"worst": worst, "seconds": time.perf_counter() - t1})
+            co = sector_ratio(enc, co, timeout_ms, deadline)
     out["coalescing"] = co
     return out

@@ -448,8 +448,8 @@ def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, t
                     refuted: dict[str, PropertyResult], class_reason: str | None, class_s: float,
                     classes: int) -> dict[str, PropertyResult]:
     """``vectorize`` and ``coalescing``: z3 over sizes and blocks for the global sides; a
-    failure at a class representative refutes too; shared sides (``vectorize``) and the
-    spec's sector-ratio expectation need the classes or a per-instruction bound."""
+    failure at a class representative refutes too; shared sides (``vectorize``) need the
+    classes; the spec's sector-ratio expectation is decided in ``access`` (per instruction)."""
     z = access_properties(loaded, space, model0, timeout_ms, deadline)
     varies = _structure_varies(loaded, space, model0)
     if varies is None and class_reason is not None and "structure changes" in class_reason:
@@ -466,25 +466,6 @@ def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, t
                 any(sd.memory == "shared" for sd in model0.sides()):
             r = r.model_copy(update={"status": "UNKNOWN",
                                      "reason": f"global sides proved; shared sides: {class_reason}"})
-        elif r.status == "PROVED" and prop == "coalescing":
-            exp = model0.expect
-            for sd in model0.sides():
-                lim = exp.sector_ratio_load if sd.which == "src" else exp.sector_ratio_store
-                if sd.memory != "global" or lim is None:
-                    continue
-                worst = (r.worst or {}).get("sectors", 0)
-                if not _free_sizes(loaded)[0] and class_reason is None:
-                    break  # one size only: its enumeration (which passed the ratio) decides
-                if worst > lim:  # every request asks for at least one sector: sectors <= lim suffices
-                    w = r.worst or {}
-                    sizes = ", ".join(f"{k}={v}" for k, v in (w.get("sizes") or {}).items())
-                    at = (f"stage {w.get('stage')} {w.get('side')}, block {tuple(w.get('block') or ())} warp "
-                          f"{w.get('warp')} step {w.get('step')} at {sizes}")
-                    r = r.model_copy(update={"status": "UNKNOWN", "reason": (
-                        f"the spec's sector ratio {lim:g} is not proved for every size: the instruction of {at} "
-                        f"touches {worst} sectors, more than {lim:g} (the sufficient per-instruction bound "
-                        "sectors <= ratio fails there)")})
-                    break
         out[prop] = r
     return out
 
