@@ -27,7 +27,7 @@ from threadmap.simulate.engine import Simulator
 from threadmap.spec.load import load_spec, loads_spec
 from threadmap.verify.coalescing import instruction_stats
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "specs" / "ranges" / "stripmined_64x64_128t_v4.yaml"
 
 
