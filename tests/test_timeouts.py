@@ -47,7 +47,9 @@ def test_expiry_swallowed_in_a_gc_callback_fires_again() -> None:
             while True:
                 spin(0.004)
                 gc.collect()
-        assert cpu_seconds() - t0 < 10
+        # the lost expiry of a naive limit never fires again; a pending one fires within a
+        # few collections (generous: CPU accounting on a loaded machine is coarse)
+        assert cpu_seconds() - t0 < 120
     finally:
         gc.callbacks.remove(callback)
     assert fired_in_callback

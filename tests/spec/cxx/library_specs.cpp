@@ -392,6 +392,30 @@ int main(int argc, char** argv) {
                               make_layout(make_shape(_1{}, _4{}), LayoutRight{}),
                               make_layout(make_shape(_4{}, _1{}), LayoutRight{}), {"bank_conflicts"});
        }},
+      {"planted/transpose_vector_store_odd_m.yaml", [] {
+         // row_rvectorized with the store side vectorized, at an odd M: the edge vector is masked whole
+         int M = 101, N = 100;
+         auto v14 = make_layout(make_shape(_1{}, _4{}), LayoutRight{});
+         auto copy_a = make_tiled_copy(Copy_Atom<AutoVectorizingCopy, float>{}, row16, v14);
+         auto copy_b = make_tiled_copy(Copy_Atom<AutoVectorizingCopy, float>{},
+                                       make_layout(make_shape(_64{}, _4{}), LayoutRight{}), v14);
+         Spec s("planted transpose with vector stores masked whole at an odd edge (100 outputs never written)");
+         s.element<float>().threads(256).grid(ceil_div(M, 16), ceil_div(N, 64));
+         s.tensor("x", make_layout(make_shape(M, N), LayoutRight{}), threadmap::global)
+             .tensor("y", make_layout(make_shape(N, M), LayoutRight{}), threadmap::global)
+             .tensor("sA", make_layout(make_shape(_16{}, _64{}), LayoutLeft{}), threadmap::shared)
+             .tensor("sB", make_layout(make_shape(_64{}, _16{}), LayoutRight{}), threadmap::shared)
+             .alias("sA")
+             .copy(copy_a, tile("x", make_shape(_16{}, _64{}), "bx", "by"), "sA")
+             .predicate("bounds")
+             .named("copy(copy_a, tAgA, tAsA)")
+             .barrier()
+             .copy(copy_b, "sB", tile("y", make_shape(_64{}, _16{}), "by", "bx"))
+             .predicate("vector")
+             .named("copy(copy_b, tBsB, tBgB)");
+         expect(s, "fail", "transpose", {"coverage", "predicates", "coalescing", "vectorization", "dataflow"});
+         s.print();
+       }},
       {"cute_transpose/row_cvectorized.yaml", [] {
          transpose_vectorized("CuTe transpose, tiled copy, column vectorized (mat_transpose_cute_row_cvectorized)",
                               make_layout(make_shape(_4{}, _1{}), LayoutRight{}),
