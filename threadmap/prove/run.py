@@ -337,32 +337,21 @@ def class_pass_old(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, mo
 
 
 def class_pass(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, modes: list[TiledMode],
-               reason: str | None, timeout_ms: int, t_start: float, timeout_s: float,
-               decided: frozenset[str] = frozenset()) -> ClassPass:
+               reason: str | None, timeout_ms: int, t_start: float, timeout_s: float) -> ClassPass:
     """The class properties: as :func:`class_pass_old`, with the same results, but each
-    ``verify`` runs only the checks of the properties no earlier class refuted.
-
-    ``decided``: properties whose result does not read this pass's refutation (z3 refuted
-    them).  Their checks run only once every other property is settled, and then only so
-    that the pass stops at the class where :func:`class_pass_old` stops (the ``classes``
-    count is part of the results); their entries in the returned ``refuted`` may then name
-    a later class than the old pass's."""
+    ``verify`` runs only the checks of the properties no earlier class refuted."""
     classes = 0
     refuted: dict[str, PropertyResult] = {}
     if reason is not None:
         return classes, refuted, reason
     ref = _fingerprint(model0)
-    every = [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]
     try:
         for cls in _class_list(space, modes, timeout_ms, t_start + timeout_s):
             classes += 1
             if time.perf_counter() - t_start > timeout_s:
                 return classes, refuted, f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
-            open_ = [(p, cs) for p, cs in every if not _settled(p, refuted)]
-            # the decided properties' checks cost a verify each class and change nothing
-            # while another property is open
-            rest = [(p, cs) for p, cs in open_ if p not in decided] or open_
-            want = frozenset({c for _, cs in rest for c in cs})
+            want = frozenset({c for p, cs in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]
+                              if not _settled(p, refuted) for c in cs})
             reason = _class_verdicts(loaded, {**loaded.envs[0], **cls.sizes}, ref, want, refuted)
             if reason is not None or all(_settled(p, refuted) for p in [*REFUTING_CHECKS, "aliasing"]):
                 break
@@ -399,18 +388,12 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
     space.check_satisfiable(timeout_ms)
     results["grid"] = _grid_property(space, timeout_ms)
 
-    # the access properties first: a property z3 refutes needs no check in the class pass
-    z = access_properties(loaded, space, model0, timeout_ms, t_start + timeout_s)
     t0 = time.perf_counter()
     reason = unsupported
     if reason is None:
         reason = _inside_tiles(model0)
-    if old_pass:
-        classes, refuted, reason = class_pass_old(loaded, space, model0, modes, reason, timeout_ms, t_start,
-                                                  timeout_s)
-    else:
-        classes, refuted, reason = class_pass(loaded, space, model0, modes, reason, timeout_ms, t_start,
-                                              timeout_s, z3_refuted(z))
+    classes, refuted, reason = (class_pass_old if old_pass else class_pass)(
+        loaded, space, model0, modes, reason, timeout_ms, t_start, timeout_s)
     dt = time.perf_counter() - t0
     for prop in CLASS_PROPERTIES:
         if prop in refuted:
@@ -422,7 +405,8 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
             results[prop] = PropertyResult(property=prop, status="PROVED", method="z3 classes + simulator",
                                            seconds=dt, classes=classes,
                                            reason=f"all {classes} size classes verified")
-    results.update(_access_results(loaded, space, model0, z, refuted, reason, dt, classes))
+    results.update(_access_results(loaded, space, model0, timeout_ms, t_start + timeout_s, refuted, reason, dt,
+                                   classes))
     alias_ref = refuted.get("aliasing")
     results["aliasing"] = _aliasing_property(loaded, space, model0, timeout_ms,
                                              alias_ref.model_copy(update={"seconds": dt, "classes": classes})
@@ -461,18 +445,13 @@ def _structure_varies(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel)
     return None
 
 
-def z3_refuted(z: dict[str, PropertyResult]) -> frozenset[str]:
-    """The access properties whose result z3 decides whatever the classes show (see
-    :func:`_access_results`: a z3 refutation is kept as it is)."""
-    return frozenset(p for p, r in z.items() if r.status == "REFUTED")
-
-
-def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, z: dict[str, PropertyResult],
+def _access_results(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, timeout_ms: int, deadline: float,
                     refuted: dict[str, PropertyResult], class_reason: str | None, class_s: float,
                     classes: int) -> dict[str, PropertyResult]:
-    """``vectorize`` and ``coalescing``: z3 over sizes and blocks for the global sides (``z``);
-    a failure at a class representative refutes too; shared sides (``vectorize``) and the
+    """``vectorize`` and ``coalescing``: z3 over sizes and blocks for the global sides; a
+    failure at a class representative refutes too; shared sides (``vectorize``) and the
     spec's sector-ratio expectation need the classes or a per-instruction bound."""
+    z = access_properties(loaded, space, model0, timeout_ms, deadline)
     varies = _structure_varies(loaded, space, model0)
     if varies is None and class_reason is not None and "structure changes" in class_reason:
         varies = class_reason
