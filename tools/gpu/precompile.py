@@ -15,10 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("THREADMAP_CACHE", ".tmcache")
 
-from tools.gpu.run_kernel_log import kernel_cubin  # noqa: E402
-
 from threadmap.gpu.programs import build_programs, suite_source  # noqa: E402
 from threadmap.gpu.toolchain import build_cubin  # noqa: E402
+from tools.gpu.run_kernel_log import kernel_cubin  # noqa: E402
 
 ARCH = "sm_90"
 ONE = "specs/cute_transpose/row_smem_swizzled.yaml"
