@@ -170,10 +170,13 @@ def test_time_limit_gives_unknown_and_exit_1() -> None:
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     by = {p["property"]: p for p in doc["runs"][0]["properties"]}
-    # what was decided before the limit keeps its status; the rest is UNKNOWN, never a pass
+    # what was decided before the limit keeps its status; the rest is UNKNOWN, never a pass.
+    # The limit is wall-clock (a user's), so how far the proof got depends on the machine's
+    # load: the 256 size classes never fit in 0.5 s, the first class may or may not.
     for k in ("coverage", "predicates", "dataflow"):
         assert by[k]["status"] == "UNKNOWN" and "time limit" in by[k]["reason"], by[k]
-    assert by["bank_conflicts"]["status"] == "REFUTED"  # the first class already shows the 8-way conflict
+    bank = by["bank_conflicts"]
+    assert bank["status"] == "REFUTED" or (bank["status"] == "UNKNOWN" and "time limit" in bank["reason"]), bank
 
 
 @pytest.mark.parametrize("seed", [20261202, 20261203, 20261204, 20261205])
