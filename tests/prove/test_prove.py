@@ -235,6 +235,13 @@ def test_library_at_fixed_sizes_agrees_with_verify(f: Path) -> None:
                     any(x.severity == "error" and x.kind not in ("aliased_write", "aliasing_undecided")
                         for x in r.findings) for run in runs for r in run.results)
         assert proof[prop].status == ("REFUTED" if fails else "PROVED"), (f, prop, proof[prop].reason)
+    # a PROVED sector ratio holds in verify's whole-grid measurement
+    if proof["coalescing"].status == "PROVED" and loaded.spec.expect is not None:
+        from threadmap.model import build_model
+        lim = build_model(loaded, loaded.envs[0]).expect
+        for r in (r for run in runs for r in run.results if r.check == "coalescing"):
+            bound = lim.sector_ratio_load if r.side == "src" else lim.sector_ratio_store
+            assert bound is None or r.summary.ratio <= bound, (f, r.side)  # type: ignore[union-attr]
 
 
 CASES = Path(__file__).parent / "cases"

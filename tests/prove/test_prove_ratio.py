@@ -17,14 +17,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import threadmap.api as api
 from threadmap.model import build_model
 from threadmap.model.kernel import CopyModel
 from threadmap.prove import prove_loaded
 from threadmap.simulate.engine import Simulator
-from threadmap.spec.load import load_spec, loads_spec
+from threadmap.spec.load import loads_spec
 from threadmap.verify.coalescing import instruction_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,20 +101,6 @@ def test_library_has_ratio_specs() -> None:
     assert len(LIBRARY) >= 15
 
 
-@pytest.mark.parametrize("f", LIBRARY, ids=lambda f: f"{f.parent.name}/{f.stem}")
-def test_library_ratio_agrees_with_verify(f: Path) -> None:
-    """Each library spec with a ratio expectation (fixed sizes): coalescing is PROVED exactly
-    when verify passes it, and each PROVED ratio holds in verify's whole-grid measurement."""
-    loaded = load_spec(f)
-    co = next(p for p in prove_loaded(loaded, 300).properties if p.property == "coalescing")
-    runs = api.verify_spec(loaded)
-    res = [r for run in runs for r in run.results if r.check == "coalescing"]
-    exp = loaded.spec.expect
-    assert exp is not None
-    fails = any(r.status == "FAIL" for r in res)
-    assert co.status == ("REFUTED" if fails else "PROVED"), co.reason
-    if co.status == "PROVED":
-        for r in res:
-            lim = build_model(loaded, loaded.envs[0]).expect
-            bound = lim.sector_ratio_load if r.side == "src" else lim.sector_ratio_store
-            assert bound is None or r.summary.ratio <= bound  # type: ignore[union-attr]
+# Each library spec's coalescing proof (its ratio included) against verify, and each PROVED
+# ratio against verify's whole-grid measurement: tests/prove/test_prove.py::
+# test_library_at_fixed_sizes_agrees_with_verify (one proof per spec for both).
