@@ -41,6 +41,8 @@ SECTOR_BYTES = 32
 LINE_BYTES = 128
 #: widest access one lane can make (bytes): ``ld.global.v4.b32`` / ``ld.shared.v4``
 MAX_ACCESS_BYTES = 16
+#: shared memory one CTA can have (the sm_80/sm_90 opt-in maximum, 227 KiB)
+MAX_SHARED_BYTES = 227 * 1024
 
 #: Nsight Compute metrics that measure what the definitions here predict
 NCU_METRICS = {

@@ -40,6 +40,7 @@ import numpy as np
 
 import threadmap.layout as L
 from threadmap.gpu.probe import NotProbed, ProbeProgram, StageProbe
+from threadmap.hardware import MAX_SHARED_BYTES
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.model.kernel import offset_bounds
 from threadmap.simulate.engine import Simulator
@@ -49,7 +50,6 @@ ELEM_TYPE = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "
 VEC_TYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 #: global memory one behaviour run may allocate (bytes)
 MAX_GLOBAL_BYTES = 8 << 30
-MAX_SHARED_BYTES = 227 << 10  # sm_90's opt-in maximum per CTA
 #: the behaviour kernels store their folded loads only when passed this key (never)
 SINK_KEY = 0x5EED5EED
 

@@ -24,6 +24,7 @@ import numpy as np
 import threadmap.layout as L
 from threadmap.cutlass import THREAD_MAPS
 from threadmap.errors import SpecError, ThreadmapError
+from threadmap.hardware import MAX_SHARED_BYTES
 from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
@@ -37,7 +38,6 @@ from threadmap.model.partition import (
 from threadmap.spec.expr import BLOCK_NAMES, Affine, Expr, Interval, NotAffine
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side
-from threadmap.spec.semantics import MAX_SHARED_BYTES
 
 Memory = Literal["global", "shared", "register"]
 Which = Literal["src", "dst"]

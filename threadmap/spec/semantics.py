@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from threadmap.errors import SpecError, ThreadmapError
+from threadmap.hardware import MAX_SHARED_BYTES
 from threadmap.layout import cosize, rank, size
 from threadmap.layout import shape as layout_shape
 from threadmap.spec.expr import BLOCK_NAMES, INT64_MAX, Relation, evaluate, parse_expr, parse_relation
@@ -22,7 +23,6 @@ MAX_ELEMENTS = 2**40          # size or cosize of one tensor layout that is enum
 MAX_PROOF_ELEMENTS = 2**56    # the same at a range's max, which only proofs reach (bytes < 2^62)
 MAX_THREADS = 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's gridDim limits
-MAX_SHARED_BYTES = 227 * 1024  # shared memory per block (sm_80/sm_90 opt-in maximum)
 MAX_SAMPLES = 64              # sample values of one range
 MAX_ENVS = 64                 # size environments (cross product of samples) before diagonalising
 DEFAULT_SAMPLE_CAP = 4096     # default samples stay at or below this (the range max only if small)

@@ -46,10 +46,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from threadmap.hardware import MAX_SHARED_BYTES
 from threadmap.model import KernelModel, SideModel
 from threadmap.report.model import CheckResult, DataflowSummary, Finding
 from threadmap.simulate.access import AccessTable
-from threadmap.spec.semantics import MAX_SHARED_BYTES
 from threadmap.verify.blocks import Memo, group_rows, view_of
 from threadmap.verify.check import Accumulator, Check, register
 from threadmap.verify.util import colex, delinearize, in_bounds
