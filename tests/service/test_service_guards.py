@@ -210,10 +210,12 @@ def test_slow_clients_are_dropped_and_connections_bounded(tmp_path: Path) -> Non
                 time.sleep(0.25)
             print(f"slow clients: all dropped after {rounds} rounds; answers {len(answers)}")
             assert not open_, f"{len(open_)} of {len(socks)} trickling connections still open after {rounds} rounds"
-            # the connections past the bound were answered 503 as soon as their head was in
-            # (on a loaded machine the deadline's own answers come later: they are not the bound's)
+            # the bound answers 503 to whichever request's head completes while more than 16
+            # connections are open (uvicorn counts at the head, not at accept, so which ones is
+            # the scheduler's choice); the deadline's own answers come later and are not the bound's
             refused = [i for i, a in answers.items() if a.startswith(b"HTTP/1.1 503") and first_at[i] < 3.0]
-            assert refused and 0 not in refused, answers
+            assert refused, answers
+            assert all(i % 2 == 0 for i in refused), refused  # only complete heads can be refused
             assert c.get("/healthz").status_code == 200
             assert c.post("/v1/layout", json={"expr": "(2,3):(3,1)"}).status_code == 200
     finally:
