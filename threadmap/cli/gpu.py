@@ -30,9 +30,19 @@ from threadmap.cli.common import UsageError, echo_errors, output, parse_sizes, r
 @click.option("--compile-only", is_flag=True,
               help="only compile the generated kernels for sm_80 and sm_90 (no GPU needed)")
 @click.option("--include-dir", is_flag=True, help="print the folder of threadmap_probe.h and exit")
+@click.option("--exe", "exe", default=None,
+              help="measure your own program's kernel: the program and its arguments as one shell-quoted string "
+                   "(\"./transpose 1024 1024\"); one launch of --kernel-name under Nsight Compute")
+@click.option("--launcher", default=None,
+              help="measure a kernel launched from Python: module:function (called with no arguments)")
+@click.option("--kernel-name", default=None, help="a substring of the measured kernel's name (--exe, --launcher)")
+@click.option("--kernel", "kernel_file", default=None, type=click.Path(dir_okay=False),
+              help="where the kernel's SASS is (.cu, .cubin, object or executable); default: the --exe program")
+@click.option("--arch", default="sm_90", show_default=True, help="the SASS architecture (--exe, --launcher)")
 def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | None, json_path: str | None,
             sizes: str | None, max_rows: int | None, behaviour: bool, counters: bool, racecheck: bool,
-            compile_only: bool, include_dir: bool) -> None:
+            compile_only: bool, include_dir: bool, exe: str | None, launcher: str | None, kernel_name: str | None,
+            kernel_file: str | None, arch: str) -> None:
     """Probe specs with the real CUTLASS/CuTe templates and diff with the simulation.
 
     \b
@@ -40,6 +50,8 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
       threadmap gpu specs/cute_transpose/row_smem_swizzled.yaml
       threadmap gpu specs/ --where host --format json -o probe.json
       nvcc -I$(threadmap gpu --include-dir) my_kernel.cu   # for threadmap diff
+      threadmap gpu specs/cute_transpose/row_rvectorized.yaml --exe "./row_rvectorized 1024 1024" \\
+          --kernel-name transpose   # your own program, predicted from its SASS beside measured
 
     For every copy stage a generated kernel computes each (block, thread, value)'s
     coordinate, element offset, in-bounds flag and predicate with the headers' templates
@@ -61,6 +73,12 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
         return
     if not paths:
         raise UsageError("give spec files or directories (or --include-dir)")
+    if exe is not None or launcher is not None:
+        user_kernel(paths, exe, launcher, kernel_name, kernel_file, arch, sizes, fmt, output_path, json_path)
+        return
+    if kernel_name is not None or kernel_file is not None:
+        raise UsageError("--kernel-name and --kernel go with --exe or --launcher (verify --kernel reads a kernel "
+                         "without a GPU)")
     require_cutlass()
     if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
         raise UsageError("-o and --json name the same file")
@@ -111,6 +129,46 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     echo_errors(report.errors)
     from threadmap.report.model import error_status
     sys.exit(error_status(report.errors) if report.errors else (0 if report.ok else 1))
+
+
+def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, kernel_name: str | None,
+                kernel_file: str | None, arch: str, sizes: str | None, fmt: str, output_path: str | None,
+                json_path: str | None) -> None:
+    """``gpu --exe``/``--launcher``: one spec, the user's kernel measured beside its compiled
+    prediction (exit 0 agree, 1 a kind differs or the printed records differ)."""
+    import shlex
+
+    from rich.console import Console
+
+    from threadmap.gpu.formats import render_user_kernel
+    from threadmap.gpu.user import launcher_command, measure
+
+    if exe is not None and launcher is not None:
+        raise UsageError("give --exe or --launcher, not both")
+    if len(paths) != 1 or not Path(paths[0]).is_file():
+        raise UsageError("--exe and --launcher measure one kernel: give its one spec file")
+    if not kernel_name:
+        raise UsageError("--kernel-name: a substring of the kernel's name")
+    if launcher is not None and kernel_file is None:
+        raise UsageError("--launcher needs --kernel (the .cu or .cubin the kernel is compiled from) for its SASS")
+    try:
+        command = shlex.split(exe) if exe is not None else launcher_command(launcher or "")
+    except ValueError as e:
+        raise UsageError(f"--exe: {e}") from None
+    files = [Path(paths[0])]
+    write = output(output_path, files)
+    run = measure(paths[0], parse_sizes(sizes), command, kernel_name, arch, kernel_file)
+    if fmt == "table":
+        buf = io.StringIO()
+        con = Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160)
+        render_user_kernel(run, con)
+        if output_path:
+            write(buf.getvalue())
+    else:
+        write(run.model_dump_json(indent=1))
+    if json_path:
+        output(json_path, files, "--json")(run.model_dump_json(indent=1))
+    sys.exit(0 if run.ok else 1)
 
 
 @click.command("diff")

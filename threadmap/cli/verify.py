@@ -4,6 +4,7 @@ and the reports in every format."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -159,9 +160,15 @@ def run_engine(files: list[Path], missing: list[Any], engine: str, *, sizes: dic
               help="exit 0 when every verdict matches the spec's expect block (for spec libraries "
                    "that include kernels expected to fail); JUnit and SARIF then treat expected "
                    "failures as passing")
+@click.option("--kernel", "kernel_file", default=None, type=click.Path(dir_okay=False),
+              help="the compiled kernel: a .cu file (compiled with nvcc -O3 for --arch, cached), a .cubin, or "
+                   "an object or executable with embedded cubins; its SASS memory instructions are mapped to "
+                   "the stage sides and the counts predicted at the compiled widths (no GPU needed)")
+@click.option("--kernel-name", default=None, help="a substring of the kernel's mangled or demangled name")
+@click.option("--arch", default="sm_90", show_default=True, help="the architecture to compile or pick (--kernel)")
 def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes: str | None, checks: str | None,
                exhaustive: bool, engine: str, timeout: float, details: bool | None, verbose: bool,
-               check_expected: bool) -> None:
+               check_expected: bool, kernel_file: str | None, kernel_name: str | None, arch: str) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
     conflicts, vectorization and dataflow.
 
@@ -170,6 +177,8 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
       threadmap verify specs/cute_transpose/row_smem.yaml
       threadmap verify specs/planted/off_by_one_grid.yaml --sizes M=1000,N=1000 --checks predicates
       threadmap verify specs/ --check-expected --format sarif -o /tmp/threadmap.sarif
+      threadmap verify specs/cute_transpose/row_rvectorized.yaml \\
+          --kernel examples/cute_transpose/row_rvectorized.cu --kernel-name row_rvectorized
 
     One spec gets a table per size environment; a directory or several specs one line per
     spec run (verdict, path, failing checks), then the summary (--details: the tables).
@@ -186,9 +195,22 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
     if check_list is not None:
         api.check_names(check_list)  # an unknown check is refused before any work
     compact = compact_default(paths, files, details)
+    kernel = None
+    if kernel_file is not None:
+        if engine != "enum" or len(files) != 1 or missing:
+            raise UsageError("--kernel goes with one spec file and --engine enum (the kernel is that spec's)")
+        if not re.fullmatch(r"sm_\d+[af]?", arch):
+            raise UsageError(f"--arch {arch!r}: an architecture such as sm_80, sm_90 or sm_90a")
+        from threadmap.gpu.compiled import load_kernel
+        kernel = load_kernel(Path(kernel_file), kernel_name, arch)
+        checks_run = None if check_list is None else sorted({*check_list, "bank_conflicts", "coalescing"})
+        check_list = checks_run
     report = run_engine(files, missing, engine, sizes=parse_sizes(sizes), checks=check_list,
                         exhaustive=exhaustive, timeout=timeout)
     to_file = output_path is not None
+    if kernel is not None and isinstance(report, VerifyReport):
+        from threadmap.gpu.compiled import attach
+        attach(report, kernel, kernel_file or "")
     if isinstance(report, VerifyReport):
         write_verify(report, fmt, write, to_file, verbose=verbose, compact=compact, check_expected=check_expected)
         echo_errors(report.errors)

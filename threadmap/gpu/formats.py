@@ -200,3 +200,35 @@ def to_markdown(report: GpuReport) -> str:
     if report.errors:
         out += ["", "### Errors", ""] + [f"- {_md(e.message)}" for e in report.errors]
     return "\n".join(out) + "\n"
+
+
+def render_user_kernel(run: Any, console: Any) -> None:
+    """``gpu --exe``/``--launcher``: the compiled kernel's sides, then per kind of instruction
+    the prediction at the compiled widths beside the measured launch."""
+    from rich.table import Table
+
+    from threadmap.report.formats import render_compiled
+
+    render_compiled(run.compiled, console)
+    t = Table(title=escape(f"measured: {printable(run.kernel)} ({' '.join(run.command)[:80]})"),
+              title_justify="left", expand=False)
+    for col in ("kind", "sides", "metric", "predicted", "measured", "agrees"):
+        t.add_column(col, overflow="fold")
+
+    def cell(inst: float | None, ratio: float | None) -> str:
+        return "-" if inst is None or ratio is None else f"{inst:g} x {ratio:.3f}"
+    for k in run.kinds:
+        colour = "green" if k.agrees else "red" if k.agrees is False else "yellow"
+        t.add_row(f"{k.memory} {k.op}", escape(", ".join(k.sides)),
+                  "sectors/req" if k.metric == "sectors_per_request" else "wavefronts/inst",
+                  cell(k.predicted_instructions, k.predicted),
+                  f"[{colour}]{cell(k.measured_instructions, k.measured)}[/{colour}]",
+                  "yes" if k.agrees else "no" if k.agrees is False else "-")
+    console.print(t)
+    for k in run.kinds:
+        if k.note:
+            console.print(f"  {k.memory} {k.op}: {escape(printable(k.note))}")
+    for n in run.notes:
+        console.print(f"[yellow]{escape(printable(n))}[/yellow]")
+    if run.log is not None:
+        render_log_diff(run.log, console)

@@ -56,13 +56,24 @@ def cutlass_include() -> Path | None:
 TOOL_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute")
 
 
+def wheel_tool_dirs() -> list[Path]:
+    """The ``bin`` folders of NVIDIA's PyPI tool wheels (``nvidia-cuda-cuobjdump``,
+    ``nvidia-cuda-nvdisasm``: ``nvidia/cu13/bin``), found without importing them."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(Path(loc) / cu / "bin" for loc in spec.submodule_search_locations
+                  for cu in ("cu13", "cu12") if (Path(loc) / cu / "bin").is_dir())
+
+
 def find_tool(name: str) -> str | None:
-    """A CUDA tool (nvcc, cuobjdump, ncu, compute-sanitizer): on PATH, else in TOOL_DIRS."""
+    """A CUDA tool (nvcc, cuobjdump, nvdisasm, ncu, compute-sanitizer): on PATH, else in
+    TOOL_DIRS, else in NVIDIA's PyPI tool wheels."""
     found = shutil.which(name)
     if found:
         return found
-    for d in TOOL_DIRS:
-        p = Path(d) / name
+    for d in [*map(Path, TOOL_DIRS), *wheel_tool_dirs()]:
+        p = d / name
         if p.exists():
             return str(p)
     return None
@@ -230,3 +241,50 @@ def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
             8 if tokens & {"U8", "S8"} else 32
         out.setdefault(m.group(1), set()).add(bits)
     return {k: sorted(v) for k, v in out.items()}
+
+
+#: suffixes compiled from source by :func:`build_user_cubin`; other files are read by cuobjdump
+SOURCE_SUFFIXES = (".cu",)
+
+
+def build_user_cubin(path: Path, arch: str, extra: Sequence[str] = ()) -> Path:
+    """A user's ``.cu`` file compiled to a cubin as a kernel author builds it (``nvcc -O3
+    -std=c++17 --expt-relaxed-constexpr -arch=ARCH -I<its folder> -I<CUTLASS>``), cached by
+    the hash of the file, the headers beside it and the flags."""
+    _, inc = require()
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ToolchainError(f"{path}: cannot read the kernel source ({e})") from None
+    here = path.resolve().parent
+    # the headers beside the file are part of the key: a kernel's own includes change it
+    local = "".join(f"\0{h.name}\0{h.read_text(errors='replace')}" for h in sorted(here.glob("*"))
+                    if h.suffix in (".h", ".hpp", ".cuh", ".inl") and h.is_file())
+    flags = [CXX_STD, "-O3", "--expt-relaxed-constexpr", "-w", f"-arch={arch}", f"-I{here}", f"-I{inc}",
+             f"-I{include_dir()}", *extra]
+    return _cached("user", ".cubin", source + local, flags, ["-x", "cu", "--cubin"], f" for {arch}")
+
+
+def disassemble(path: Path) -> str:
+    """``cuobjdump -sass`` of a cubin, object or executable (every embedded cubin)."""
+    exe = find_tool("cuobjdump")
+    if exe is None:
+        raise ToolchainError("cuobjdump not found (pip install nvidia-cuda-cuobjdump, or put the CUDA "
+                             "toolkit's bin on PATH)")
+    try:
+        proc = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"cuobjdump ran past 600 s on {path}") from None
+    if proc.returncode != 0:
+        raise ToolchainError(f"cuobjdump cannot read {path}: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+    return proc.stdout
+
+
+def demangle(names: Sequence[str]) -> list[str]:
+    """C++ names demangled by ``c++filt`` (binutils); the names unchanged where it is absent."""
+    exe = shutil.which("c++filt")
+    if exe is None or not names:
+        return list(names)
+    proc = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=60)
+    out = proc.stdout.splitlines()
+    return out if proc.returncode == 0 and len(out) == len(names) else list(names)

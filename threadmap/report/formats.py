@@ -138,6 +138,48 @@ def render_table(report: VerifyReport, console: Any, verbose: bool = False) -> N
         console.print(t)
         for n in run.notes:
             console.print(f"  note: {escape(printable(n))}")
+        if run.compiled is not None:
+            render_compiled(run.compiled, console)
+
+
+def counts_text(c: Any) -> str:
+    """A side's per-instruction counts at one width, in one cell."""
+    if c is None:
+        return "-"
+    if c.wavefronts_per_instruction is not None:
+        return f"{c.instructions} x {c.wavefronts_per_instruction:g} wavefronts"
+    if c.sectors_per_request is not None:
+        return f"{c.requests} req x {c.sectors_per_request:g} sectors"
+    return f"{c.instructions} instructions"
+
+
+def render_compiled(ck: Any, console: Any) -> None:
+    """The compiled kernel's instructions per stage side, and the counts predicted at the
+    compiled width beside the declared ones."""
+    from rich.table import Table
+
+    name = ck.demangled or ck.kernel
+    t = Table(title=escape(f"compiled kernel {printable(name)} ({ck.arch}, {printable(ck.file)})"),
+              title_justify="left", expand=False)
+    for col in ("stage", "side", "SASS", "bits (declared / compiled)", "declared width", "compiled width"):
+        t.add_column(col, overflow="fold")
+    for cs in ck.sides:
+        sass = ", ".join(cs.instructions[:4]) + (f" (+{len(cs.instructions) - 4})" if len(cs.instructions) > 4 else "")
+        status = "" if cs.status == "mapped" else f"[bold]{cs.status}[/] "
+        bits = f"{cs.declared_bits} / {cs.compiled_bits if cs.compiled_bits is not None else '-'}"
+        t.add_row(str(cs.stage), f"{cs.side} {cs.memory} {escape(cs.tensor)}", status + escape(sass or "-"), bits,
+                  counts_text(cs.declared), counts_text(cs.compiled))
+    console.print(t)
+    for f in ck.findings:
+        console.print(f"  {f.severity}: {escape(printable(f.message))}")
+    for cs in ck.sides:
+        if cs.note:
+            console.print(f"  stage {cs.stage} {cs.side}: {escape(printable(cs.note))}")
+    if ck.unmatched:
+        console.print(f"  unmatched instructions (no side stands for them): {escape(', '.join(ck.unmatched[:12]))}"
+                      + (f" (+{len(ck.unmatched) - 12})" if len(ck.unmatched) > 12 else ""))
+    if ck.unmodelled:
+        console.print(f"  not modelled: {escape(', '.join(ck.unmodelled[:6]))}")
 
 
 def compact_line(run: SpecRun) -> str:
@@ -380,6 +422,9 @@ def _verify_results(report: VerifyReport, check_expected: bool) -> list[dict[str
             results.append(_sarif_result(r.check, "note" if expected else "error", _sentence(text), run.path,
                                          r.line or 1, {"summary": r.summary.model_dump(mode="json"),
                                                        "expected_failure": expected}))
+        for f in run.compiled.findings if run.compiled is not None else []:
+            results.append(_sarif_result(f"compiled.{f.kind}", "warning", _sentence(f"{run_label(run)}: {f.message}"),
+                                         run.path, 1, {"kernel": run.compiled.kernel}))
         if check_expected and not run.as_expected:
             results.append(_sarif_result("verdict", "error",
                                          _sentence(f"{run_label(run)}: the verdict is {run.verdict}, the spec expects "

@@ -222,6 +222,51 @@ class CheckResult(_Model):
         self.status = "FAIL"
 
 
+class CompiledCounts(_Model):
+    """One side's per-instruction counts at one access width (the bank model's wavefronts for
+    shared memory, the sector model's sectors and requests for global memory)."""
+
+    access_bits: int
+    instructions: int
+    wavefronts: int | None = None
+    sectors: int | None = None
+    requests: int | None = None
+    wavefronts_per_instruction: float | None = None
+    sectors_per_request: float | None = None
+
+
+class CompiledSide(_Model):
+    """A stage side beside the SASS instructions that stand for it."""
+
+    stage: int
+    side: Literal["src", "dst"]
+    memory: str
+    tensor: str
+    status: Literal["mapped", "ambiguous", "missing"]
+    instructions: list[str] = Field(default_factory=list, description="'0x0140 LDS.128', in program order")
+    declared_bits: int
+    compiled_bits: int | None = None
+    accesses_per_instruction: float = Field(1.0, description="declared accesses of a thread one compiled "
+                                                             "instruction moves (4: merged, 0.5: split)")
+    per_thread: int | None = Field(None, description="the side's instructions per thread in the SASS (static)")
+    declared: CompiledCounts | None = None
+    compiled: CompiledCounts | None = Field(None, description="the counts at the compiled width (the prediction)")
+    note: str = ""
+
+
+class CompiledKernel(_Model):
+    """What ``verify --kernel`` read from the user's compiled kernel."""
+
+    file: str
+    kernel: str
+    demangled: str = ""
+    arch: str
+    sides: list[CompiledSide] = Field(default_factory=list)
+    unmatched: list[str] = Field(default_factory=list, description="memory instructions no side stands for")
+    unmodelled: list[str] = Field(default_factory=list, description="atomics, reductions, prefetches")
+    findings: list[Finding] = Field(default_factory=list)
+
+
 class SpecRun(_Model):
     """One spec under one size environment."""
 
@@ -240,6 +285,8 @@ class SpecRun(_Model):
     seconds: float
     results: list[CheckResult]
     notes: list[str] = Field(default_factory=list)
+    compiled: CompiledKernel | None = Field(None, description="the compiled kernel's instructions per side "
+                                                              "(verify --kernel)")
 
     def expects_failure(self, check: str) -> bool:
         """Whether the spec expects ``check`` (a result's name) to fail (``coverage`` in the

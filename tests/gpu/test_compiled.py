@@ -1,0 +1,257 @@
+"""``verify --kernel``: the SASS reader and the mapping of a compiled kernel's instructions to
+the spec's stage sides, on kernels compiled here for sm_80 and sm_90 (no GPU needed).
+
+The kernels (tests/gpu/compiled/row_rvectorized_twins.cu) are plain CUDA twins of
+specs/cute_transpose/row_rvectorized.yaml that differ in what nvcc makes of stage 2's four
+scalar shared loads: merged into one LDS.128, kept apart (volatile), in a loop, with an
+extra load, and stage 0 as cp.async.  The counts the mapping predicts at the compiled width
+are checked against the bank model applied to the addresses the kernel's own source computes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cxx_oracle import cannot_run
+from threadmap.api import load, verify_spec
+from threadmap.gpu.compiled import KernelNotFound, analyse, assign_sides, load_kernel
+from threadmap.gpu.sass import Instruction, Kernel, MemoryInstruction, parse_sass
+from threadmap.gpu.toolchain import ToolchainError, build_user_cubin, disassemble, find_tool, nvcc
+from threadmap.hardware import wavefronts
+from threadmap.model import build_model
+
+ROOT = Path(__file__).resolve().parents[2]
+TWINS = ROOT / "tests" / "gpu" / "compiled" / "row_rvectorized_twins.cu"
+SPEC = ROOT / "specs" / "cute_transpose" / "row_rvectorized.yaml"
+ARCHS = ("sm_80", "sm_90")
+SIZES = {"M": 1024, "N": 1024}
+
+
+def _kernel(name: str, arch: str) -> Kernel:
+    if nvcc() is None or find_tool("cuobjdump") is None:
+        cannot_run("verify --kernel needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
+    try:
+        return load_kernel(TWINS, name, arch)
+    except ToolchainError as e:
+        cannot_run(str(e))
+
+
+@functools.cache
+def _verified():  # type: ignore[no-untyped-def]
+    loaded = load(SPEC, SIZES)
+    (run,) = verify_spec(loaded, sizes=SIZES)
+    return loaded, run
+
+
+@functools.cache
+def _compiled(name: str, arch: str):  # type: ignore[no-untyped-def]
+    loaded, run = _verified()
+    out = analyse(build_model(loaded, dict(loaded.envs[0])), run, _kernel(name, arch), str(TWINS))
+    return {(s.stage, s.side): s for s in out.sides}, out
+
+
+# ------------------------------------------------------------------------------ the reader
+def _raw_counts(text: str, fun: str) -> dict[str, int]:
+    """Memory opcodes with their width modifiers, counted by a plain regex over the
+    disassembler's text of one function (the reader's independent check)."""
+    body = text.split(f"Function : {fun}")[1].split("Function :")[0]
+    out: dict[str, int] = {}
+    for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(@!?P\w+\s+)?((?:LDGSTS|LDG|STG|LDS|STS)\b(?:\.[A-Z0-9_]+)*)", body):
+        if m.group(1) and m.group(1).strip() == "@!PT":
+            continue
+        mods = m.group(2).split(".")
+        bits = 128 if "128" in mods else 64 if "64" in mods else 32
+        key = f"{mods[0]}.{bits}"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_reader_finds_every_memory_instruction_the_disassembler_prints(arch: str) -> None:
+    k = _kernel("rr_merged", arch)
+    text = disassemble(build_user_cubin(TWINS, arch))  # the cached cubin the reader read
+    kernels = {x.name: x for x in parse_sass(text)}
+    assert set(kernels) >= {"rr_merged", "rr_volatile", "rr_loop", "rr_extra", "rr_cp_async"}
+    assert {x.arch for x in kernels.values()} == {arch}
+    for name, kern in kernels.items():
+        got: dict[str, int] = {}
+        for m in kern.memory():
+            got[m.name] = got.get(m.name, 0) + 1
+        assert got == _raw_counts(text, name), name
+    assert k.name == "rr_merged"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_source_decides_what_each_twin_compiles_to(arch: str) -> None:
+    """What the C++ says of each twin's shared loads of stage 2 (4 floats a thread)."""
+    lds = {n: [m for m in _kernel(n, arch).memory() if m.opcode == "LDS"] for n in
+           ("rr_merged", "rr_volatile", "rr_loop", "rr_extra", "rr_cp_async")}
+    # the same 128 bits a thread in every straight-line twin
+    for n in ("rr_merged", "rr_volatile", "rr_cp_async"):
+        assert sum(m.bits for m in lds[n]) == 128, n
+    assert [m.bits for m in lds["rr_merged"]] == [128]          # nvcc merged the four loads
+    assert [m.bits for m in lds["rr_volatile"]] == [32] * 4     # volatile: never merged
+    assert all(m.in_loop for m in lds["rr_loop"]) and lds["rr_loop"]
+    assert not any(m.in_loop for n in ("rr_merged", "rr_volatile") for m in lds[n])
+    assert sorted(m.bits for m in lds["rr_extra"]) == [32, 32, 32, 32, 64]
+    assert [m.name for m in _kernel("rr_cp_async", arch).memory() if m.opcode == "LDGSTS"] == ["LDGSTS.128"]
+
+
+def test_never_executed_padding_and_backward_branches() -> None:
+    text = """
+\tcode for sm_90
+\t\tFunction : k
+        /*0000*/                   LDS R0, [R1] ;
+        /*0010*/              @!PT LDS RZ, [RZ] ;
+        /*0020*/               @P0 LDG.E.64 R2, desc[UR4][R4.64] ;
+        /*0030*/                   STS.U16 [R1], R0 ;
+        /*0040*/              @!P1 BRA 0x10 ;
+        /*0050*/                   LDSM.16.M88.4 R4, [R6] ;
+        /*0060*/                   EXIT ;
+        /*0070*/                   BRA 0x70;
+"""
+    (k,) = parse_sass(text)
+    mem = k.memory()
+    assert [m.name for m in mem] == ["LDS.32", "LDG.64", "STS.16", "LDSM.128"]
+    assert [m.in_loop for m in mem] == [False, True, True, False]
+    assert mem[1].predicated and mem[1].instruction.guard == "P0"
+    assert k.loops() == [(0x10, 0x40)]
+
+
+# ----------------------------------------------------------------------------- the mapping
+def _oracle_stage2_load(vec: int) -> tuple[int, float]:
+    """Warp instructions and wavefronts per instruction of stage 2's shared load when each
+    instruction moves ``vec`` of a thread's 4 floats: the twin's own address formula
+    ``s[4*TM + i + 64*TN]`` (TM = t / 16, TN = t % 16), the bank model per instruction."""
+    blocks, warps = (1024 // 16) * (1024 // 64), 256 // 32
+    total, count = 0, 0
+    for w in range(warps):
+        for step in range(4 // vec):
+            lanes = []
+            for lane in range(32):
+                t = 32 * w + lane
+                for e in range(vec):
+                    i = step * vec + e
+                    lanes.append((lane, 4 * (4 * (t // 16) + i + 64 * (t % 16))))
+            total += wavefronts(lanes, 4, 4 * vec).wavefronts
+            count += 1
+    return blocks * count, total / count
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_merged_loads_are_a_finding_and_the_counts_are_the_compiled_instructions(arch: str) -> None:
+    sides, out = _compiled("rr_merged", arch)
+    s2 = sides[(2, "src")]
+    assert s2.status == "mapped" and (s2.declared_bits, s2.compiled_bits) == (32, 128)
+    assert s2.accesses_per_instruction == 4 and s2.per_thread == 1
+    inst, wpi = _oracle_stage2_load(4)
+    assert (s2.compiled.instructions, s2.compiled.wavefronts_per_instruction) == (inst, wpi)
+    inst0, wpi0 = _oracle_stage2_load(1)
+    assert (s2.declared.instructions, s2.declared.wavefronts_per_instruction) == (inst0, wpi0)
+    assert (inst, wpi, inst0, wpi0) == (8192, 32.0, 32768, 16.0)  # the H200's numbers at 1024^2
+    (f,) = [f for f in out.findings if f.kind == "compiled_width"]
+    assert f.stage == 2 and f.side == "src" and "LDS.128" in f.message and "4 accesses of a thread merged" in f.message
+    # the other sides compile at their declared widths
+    for key in [(0, "src"), (0, "dst"), (2, "dst")]:
+        assert sides[key].status == "mapped" and sides[key].compiled_bits == sides[key].declared_bits
+        assert sides[key].compiled == sides[key].declared
+    assert out.unmatched == []
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_loads_kept_apart_need_no_finding(arch: str) -> None:
+    sides, out = _compiled("rr_volatile", arch)
+    s2 = sides[(2, "src")]
+    assert s2.status == "mapped" and s2.compiled_bits == 32 and s2.per_thread == 4
+    assert s2.compiled == s2.declared and out.findings == []
+
+
+def test_a_loop_maps_its_one_side_but_has_no_static_count() -> None:
+    sides, out = _compiled("rr_loop", "sm_90")
+    s2 = sides[(2, "src")]
+    assert s2.status == "mapped" and s2.per_thread is None and "(in a loop)" in s2.instructions[0]
+    assert out.findings == []
+
+
+def test_an_extra_load_makes_the_side_ambiguous_and_keeps_the_declared_width() -> None:
+    sides, out = _compiled("rr_extra", "sm_90")
+    s2 = sides[(2, "src")]
+    assert s2.status == "ambiguous" and "mixed widths" in s2.note and s2.compiled == s2.declared
+
+
+def test_cp_async_is_one_instruction_for_both_sides() -> None:
+    sides, out = _compiled("rr_cp_async", "sm_90")
+    for which in ("src", "dst"):
+        s = sides[(0, which)]
+        assert s.status == "mapped" and s.instructions and "LDGSTS.128" in s.instructions[0]
+        assert "cp.async" in s.note
+    assert out.unmatched == []
+
+
+def _mi(i: int, bits: int, in_loop: bool = False) -> MemoryInstruction:
+    return MemoryInstruction(index=i, instruction=Instruction(16 * i, "", "LDS", (str(bits),), ""),
+                             space="shared", direction="load", bits=bits, in_loop=in_loop)
+
+
+def test_several_sides_of_one_kind_split_by_their_bits_or_are_ambiguous() -> None:
+    loaded = load(SPEC, SIZES)
+    model = build_model(loaded, dict(loaded.envs[0]))
+    a, b = model.sides()[0], model.sides()[2]  # 128 and 128 bits per thread
+    assert a.partition.values * a.elem_bits == 128 and b.partition.values * b.elem_bits == 128
+    split, why = assign_sides([a, b], [_mi(0, 64), _mi(1, 64), _mi(2, 128)])
+    assert why == "" and [m.index for m in split[(a.stage, a.which)]] == [0, 1]
+    assert [m.index for m in split[(b.stage, b.which)]] == [2]
+    split, why = assign_sides([a, b], [_mi(0, 128), _mi(1, 64), _mi(2, 32)])
+    assert split == {} and "do not add up" in why
+    split, why = assign_sides([a, b], [_mi(0, 128), _mi(1, 128), _mi(2, 32)])
+    assert split == {} and "left over" in why
+    split, why = assign_sides([a, b], [_mi(0, 128, True), _mi(1, 128, True)])
+    assert split == {} and "loop" in why
+
+
+# --------------------------------------------------------------------------------- the CLI
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "threadmap", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+
+
+def test_cli_verify_kernel_in_table_and_json() -> None:
+    _kernel("rr_merged", "sm_90")  # compiled (and skipped without the tools) before the CLI runs
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), "--kernel-name", "rr_merged", "--format", "json")
+    assert p.returncode == 1, p.stderr  # the spec's own bank-conflict failure, as before
+    run = json.loads(p.stdout)["runs"][0]
+    sides = {(s["stage"], s["side"]): s for s in run["compiled"]["sides"]}
+    assert sides[(2, "src")]["compiled"]["wavefronts_per_instruction"] == 32.0
+    t = _cli("verify", str(SPEC), "--kernel", str(TWINS), "--kernel-name", "rr_merged")
+    assert "compiled LDS.128" in t.stdout and "merged" in t.stdout and t.returncode == 1
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--kernel-name", "no_such_kernel"), "no kernel's name contains"),
+    (("--kernel-name", "rr_"), "kernels match"),
+    (("--arch", "sm90"), "--arch"),
+])
+def test_cli_verify_kernel_refuses_bad_input_with_status_2(args: tuple[str, ...], says: str) -> None:
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), *args)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_cli_verify_kernel_refuses_a_missing_file_and_several_specs(tmp_path: Path) -> None:
+    p = _cli("verify", str(SPEC), "--kernel", str(tmp_path / "nope.cu"))
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = _cli("verify", str(SPEC), str(SPEC.parent / "row_smem.yaml"), "--kernel", str(TWINS))
+    assert p.returncode == 2 and "one spec file" in p.stderr
+
+
+def test_a_kernel_name_that_matches_nothing_lists_the_kernels() -> None:
+    _kernel("rr_merged", "sm_90")
+    with pytest.raises(KernelNotFound, match="rr_volatile"):
+        load_kernel(TWINS, "nothing", "sm_90")

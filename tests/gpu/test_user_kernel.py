@@ -1,0 +1,116 @@
+"""``threadmap gpu SPEC --exe/--launcher``: the user's kernel measured beside its compiled
+prediction.  Without a GPU (CI) the prediction per kind of instruction, the comparison with a
+counter row, the ncu command and the refusals are tested; tools/gpu/device_suite.sh runs the
+measurement on the H200."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cxx_oracle import cannot_run
+from threadmap.gpu.toolchain import find_tool, nvcc
+from threadmap.gpu.user import (
+    INSTRUCTION_METRICS,
+    KIND_METRICS,
+    UserKernelError,
+    compare,
+    launcher_command,
+    measure,
+    ncu_command,
+    predicted_kinds,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TWINS = ROOT / "tests" / "gpu" / "compiled" / "row_rvectorized_twins.cu"
+SPEC = ROOT / "specs" / "cute_transpose" / "row_rvectorized.yaml"
+
+
+@pytest.fixture(scope="module")
+def merged():  # type: ignore[no-untyped-def]
+    if nvcc() is None or find_tool("cuobjdump") is None:
+        cannot_run("gpu --exe reads the kernel's SASS: nvcc and cuobjdump")
+    # no ncu here: the prediction only ('true' stands for the program)
+    return measure(str(SPEC), {"M": 1024, "N": 1024}, ["true"], "rr_merged", "sm_90", str(TWINS))
+
+
+def test_the_prediction_is_summed_per_kind_of_instruction(merged) -> None:  # type: ignore[no-untyped-def]
+    by = {(k.memory, k.op): k for k in merged.kinds}
+    sides = {(s.stage, s.side): s for s in merged.compiled.sides}
+    assert set(by) == {("global", "ld"), ("shared", "st"), ("shared", "ld"), ("global", "st")}
+    lds = by[("shared", "ld")]
+    c = sides[(2, "src")].compiled
+    assert lds.sides == ["stage 2 src"]
+    assert (lds.predicted_instructions, lds.predicted) == (c.instructions, c.wavefronts_per_instruction)
+    ldg = by[("global", "ld")]
+    g = sides[(0, "src")].compiled
+    assert (ldg.predicted_instructions, ldg.predicted) == (g.requests, g.sectors / g.requests)
+    if find_tool("ncu") is None:
+        assert any("ncu not found" in n for n in merged.notes) and all(k.measured is None for k in merged.kinds)
+
+
+def _row(kinds, scale: float = 1.0, extra_instructions: int = 0) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """An ncu row whose counters are the predictions (``scale``: numerators scaled)."""
+    row: dict[str, str] = {}
+    for k in kinds:
+        n, d = KIND_METRICS[(k.memory, k.op)]
+        row[n] = f"{k.predicted * k.predicted_instructions * scale:,.0f}"
+        row[d] = str(k.predicted_instructions + extra_instructions)
+        row[INSTRUCTION_METRICS[(k.memory, k.op)]] = str(k.predicted_instructions + extra_instructions)
+    return row
+
+
+def test_a_row_equal_to_the_prediction_agrees_and_any_difference_does_not(merged) -> None:  # type: ignore[no-untyped-def]
+    kinds = [k.model_copy(deep=True) for k in merged.kinds]
+    compare(kinds, _row(kinds))
+    assert all(k.agrees for k in kinds)
+    kinds = [k.model_copy(deep=True) for k in merged.kinds]
+    compare(kinds, _row(kinds, scale=1.5))
+    assert not any(k.agrees for k in kinds)
+    kinds = [k.model_copy(deep=True) for k in merged.kinds]
+    compare(kinds, _row(kinds, extra_instructions=32))
+    assert not any(k.agrees for k in kinds)
+    kinds = [k.model_copy(deep=True) for k in merged.kinds]
+    compare(kinds, {})
+    assert all(k.agrees is None and "not measured" in k.note for k in kinds)
+
+
+def test_the_ncu_command_profiles_one_launch_of_that_kernel() -> None:
+    cmd = ncu_command("ncu", "_Z3fooPf", ["./prog", "1024"])
+    assert cmd[-2:] == ["./prog", "1024"] and "-c" in cmd and cmd[cmd.index("-c") + 1] == "1"
+    assert cmd[cmd.index("-k") + 1] == r"regex:^_Z3fooPf$" and "--clock-control" in cmd
+    metrics = cmd[cmd.index("--metrics") + 1].split(",")
+    for pair in KIND_METRICS.values():
+        assert set(pair) <= set(metrics)
+
+
+def test_a_launcher_is_a_python_call_and_a_bad_one_is_refused() -> None:
+    cmd = launcher_command("json:dumps")
+    assert cmd[0] == sys.executable and "import_module('json')" in cmd[2] and "'dumps'" in cmd[2]
+    for bad in ("json", "json:", "no_such_module_xyz:f", "a b:c"):
+        with pytest.raises(UserKernelError):
+            launcher_command(bad)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "threadmap", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+
+
+def test_cli_gpu_exe_prints_the_prediction_and_refuses_bad_use(merged) -> None:  # type: ignore[no-untyped-def]
+    p = _cli("gpu", str(SPEC), "--exe", "true", "--kernel", str(TWINS), "--kernel-name", "rr_merged",
+             "--format", "json")
+    assert p.returncode in (0, 1), p.stderr
+    out = json.loads(p.stdout)
+    assert out["compiled"]["kernel"] == "rr_merged" and len(out["kinds"]) == 4
+    for args, says in [(("--exe", "true"), "--kernel-name"),
+                       (("--exe", "true", "--launcher", "m:f", "--kernel-name", "k"), "not both"),
+                       (("--launcher", "json:dumps", "--kernel-name", "k"), "needs --kernel"),
+                       (("--exe", "'unclosed", "--kernel-name", "k"), "--exe"),
+                       (("--kernel-name", "k"), "go with --exe")]:
+        p = _cli("gpu", str(SPEC), *args)
+        assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)

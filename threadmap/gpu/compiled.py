@@ -1,0 +1,294 @@
+"""The user's compiled kernel beside the spec: which SASS instructions stand for which stage
+side, at what width, and the counts predicted at the compiled width (``verify --kernel``).
+
+**Mapping.**  Each modelled side has a kind of instruction: a global source is a global
+load (``LDG``), a global destination a global store (``STG``), a shared source a shared load
+(``LDS``, ``LDSM``), a shared destination a shared store (``STS``, ``STSM``); a stage from
+global to shared memory may instead be one ``LDGSTS`` (``cp.async``) per access, when the
+kernel has them.  Register sides have no instruction.  Per kind, the sides in stage order
+take the kernel's instructions of that kind in program order: a side moves ``values * bits``
+bits per thread, so it takes instructions until their widths add up to that.  A side is
+
+* ``mapped`` when the instructions of its kind split exactly that way and its own are of one
+  width;
+* ``ambiguous`` when they do not (widths that do not add up, mixed widths, several sides of
+  one kind inside a loop, generic ``LD``/``ST`` that could be either space): the declared
+  width is kept for it and the report says so -- never a guess;
+* ``missing`` when the kernel has no instruction of its kind.
+
+Instructions no side takes are listed as *unmatched*.
+
+**Compiled width.**  A side compiled at ``k`` times its declared width moves ``k``
+consecutive accesses of a thread per instruction (nvcc merged them: ``LDS.128`` for four
+32-bit loads); at ``1/k`` of it, one access takes ``k`` instructions (split).  Value ``v`` of
+a thread is moved by access ``v // vec``, so the compiled kernel is the same partition with
+``vec`` scaled by ``k``: the checks run on that model give the counts the hardware sees
+(instructions, wavefronts per instruction, sectors per request).  A merge the partition does
+not allow (the merged accesses not contiguous or not aligned: ``vectorize`` fails at the
+compiled width) is reported and the declared counts kept.  Under predicates a merged access
+is predicated as a whole, as the compiled instruction is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from threadmap.errors import ThreadmapError
+from threadmap.gpu.sass import Kernel, MemoryInstruction, parse_sass
+from threadmap.gpu.toolchain import SOURCE_SUFFIXES, build_user_cubin, demangle, disassemble
+from threadmap.model import CopyModel, KernelModel, SideModel
+from threadmap.report.model import CompiledCounts, CompiledKernel, CompiledSide, Finding, SpecRun, VerifyReport
+from threadmap.verify.run import RunOptions, verify_model
+
+#: the instruction kind of a side: (memory, which) -> (space, direction) of MEMORY_OPCODES
+SIDE_KIND = {("global", "src"): ("global", "load"), ("global", "dst"): ("global", "store"),
+             ("shared", "src"): ("shared", "load"), ("shared", "dst"): ("shared", "store")}
+COUNT_CHECKS = frozenset({"bank_conflicts", "coalescing", "vectorize"})
+
+
+class KernelNotFound(ThreadmapError):
+    """No kernel (or more than one) in the compiled file matches the name given."""
+
+
+def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
+    """The kernel of ``path`` (a ``.cu`` compiled for ``arch``, a cubin, or an object or
+    executable with embedded cubins) whose mangled or demangled name contains ``name``."""
+    if not path.is_file():
+        raise KernelNotFound(f"{path}: no such file")
+    binary = build_user_cubin(path, arch) if path.suffix in SOURCE_SUFFIXES else path
+    kernels = parse_sass(disassemble(binary))
+    for k, d in zip(kernels, demangle([k.name for k in kernels]), strict=True):
+        k.demangled = d if d != k.name else ""
+    if not kernels:
+        raise KernelNotFound(f"{path}: no kernel code (SASS) in it")
+    archs = sorted({k.arch for k in kernels})
+    if arch in archs:
+        kernels = [k for k in kernels if k.arch == arch]
+    elif len(archs) > 1:
+        raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch)")
+    found = [k for k in kernels if name is None or k.matches(name)]
+    listing = "; ".join(k.demangled or k.name for k in kernels)
+    if not found:
+        raise KernelNotFound(f"{path}: no kernel's name contains {name!r} (kernels: {listing})")
+    if len(found) > 1:
+        raise KernelNotFound(f"{path}: {len(found)} kernels match {name!r} (--kernel-name picks one: {listing})")
+    return found[0]
+
+
+def _describe(m: MemoryInstruction) -> str:
+    return f"0x{m.instruction.address:04x} {m.name}" + (" (in a loop)" if m.in_loop else "") + \
+        (f" @{m.instruction.guard}" if m.predicated else "")
+
+
+def _side_bits(sd: SideModel) -> int:
+    """Bits one thread of ``sd`` moves."""
+    return sd.partition.values * sd.elem_bits
+
+
+def assign_sides(sides: Sequence[SideModel], instrs: Sequence[MemoryInstruction]
+            ) -> tuple[dict[tuple[int, str], list[MemoryInstruction]], str]:
+    """Split ``instrs`` (one kind, program order) among ``sides`` (stage order) by the bits
+    each side moves per thread; ({}, why) when they do not split exactly."""
+    if len(sides) > 1 and any(m.in_loop for m in instrs):
+        return {}, "several sides of this kind and the instructions are in a loop: their split is not static"
+    if len(sides) == 1:
+        return {(sides[0].stage, sides[0].which): list(instrs)}, ""
+    out: dict[tuple[int, str], list[MemoryInstruction]] = {}
+    i = 0
+    for sd in sides:
+        need, got, mine = _side_bits(sd), 0, []
+        while i < len(instrs) and got < need:
+            mine.append(instrs[i])
+            got += instrs[i].bits
+            i += 1
+        if got != need:
+            return {}, f"the instructions' widths do not add up to stage {sd.stage} {sd.which}'s {need} bits per thread"
+        out[(sd.stage, sd.which)] = mine
+    if i != len(instrs):
+        return {}, f"{len(instrs) - i} instruction(s) left over after every side took its bits"
+    return out, ""
+
+
+def _counts(run: SpecRun, sd: SideModel, bits: int) -> CompiledCounts | None:
+    res = {(r.check, r.stage, r.side): r.summary for r in run.results}
+    if sd.memory == "shared":
+        b = res.get(("bank_conflicts", sd.stage, sd.which))
+        if b is None or not hasattr(b, "wavefronts"):
+            return None
+        return CompiledCounts(access_bits=bits, instructions=b.instructions, wavefronts=b.wavefronts,
+                              wavefronts_per_instruction=b.wavefronts / b.instructions if b.instructions else 0.0)
+    c = res.get(("coalescing", sd.stage, sd.which))
+    if c is None or not hasattr(c, "sectors"):
+        return None
+    return CompiledCounts(access_bits=bits, instructions=c.requests, sectors=c.sectors, requests=c.requests,
+                          sectors_per_request=c.sectors / c.requests if c.requests else 0.0)
+
+
+def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int]) -> KernelModel:
+    """``model`` with the vector width of some sides changed (their accesses regrouped)."""
+    stages = []
+    for st in model.stages:
+        if isinstance(st, CopyModel):
+            new = {}
+            for sd in st.sides():
+                v = changes.get((sd.stage, sd.which))
+                if v is not None:
+                    new[sd.which] = dataclasses.replace(sd, partition=sd.partition.with_vec(v))
+            st = dataclasses.replace(st, **new) if new else st
+        stages.append(st)
+    return dataclasses.replace(model, stages=tuple(stages))
+
+
+def _kinds(model: KernelModel, kernel: Kernel) -> tuple[dict[tuple[str, str], list[SideModel]], list[SideModel]]:
+    """The sides of each instruction kind, and the shared sides of the stages a kernel's
+    ``LDGSTS`` stand for (their global source takes the instructions; they share them)."""
+    has_async = any(m.opcode == "LDGSTS" for m in kernel.memory())
+    async_stages = {c.index for c in model.copies()
+                    if has_async and c.src.memory == "global" and c.dst.memory == "shared"}
+    kinds: dict[tuple[str, str], list[SideModel]] = {}
+    mirrors: list[SideModel] = []
+    for sd in model.sides():
+        if sd.tensor is None or sd.memory not in ("global", "shared"):
+            continue
+        if sd.stage in async_stages:
+            if sd.which == "src":
+                kinds.setdefault(("global", "copy"), []).append(sd)
+            else:
+                mirrors.append(sd)
+            continue
+        kinds.setdefault(SIDE_KIND[(sd.memory, sd.which)], []).append(sd)
+    return kinds, mirrors
+
+
+def _settle(sd: SideModel, got: list[MemoryInstruction], cs: CompiledSide, changes: dict[tuple[int, str], int],
+            out: CompiledKernel) -> None:
+    """One side's own instructions: its compiled width, and a finding where it differs."""
+    cs.instructions = [_describe(m) for m in got]
+    widths = sorted({m.bits for m in got})
+    if len(widths) != 1:
+        cs.status, cs.note = "ambiguous", f"mixed widths {widths}: the declared width is kept"
+        return
+    w = widths[0]
+    cs.status, cs.compiled_bits = "mapped", w
+    cs.per_thread = None if any(m.in_loop for m in got) else len(got)
+    if any(m.opcode in ("LDSM", "STSM") for m in got):
+        cs.note = "ldmatrix/stmatrix: each lane gives a row address; counts at the declared width"
+        return
+    cs.accesses_per_instruction = w / sd.access_bits
+    vec = _compiled_vec(sd, w)
+    if vec is None:
+        cs.note = f"the compiled width {w} is not a whole number of the side's {sd.elem_bits}-bit elements " \
+                  "per access dividing its values: counts at the declared width"
+    elif vec != sd.vec:
+        changes[(sd.stage, sd.which)] = vec
+    if w != sd.access_bits:
+        how = f"{w // sd.access_bits} accesses of a thread merged" if w > sd.access_bits else \
+            f"each access split into {sd.access_bits // w}"
+        opc = "/".join(sorted({m.opcode for m in got}))
+        out.findings.append(Finding(
+            check="compiled", kind="compiled_width", severity="warning", stage=sd.stage, side=sd.which,
+            message=f"stage {sd.stage} {sd.which}: declared {sd.access_bits}-bit, compiled {opc}.{w} -- {how}",
+            witness={"declared_bits": sd.access_bits, "compiled_bits": w, "instructions": cs.instructions[:8]}))
+
+
+def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> CompiledKernel:
+    """The compiled kernel beside ``run`` (``verify`` of ``model``): see the module docstring."""
+    out = CompiledKernel(file=file, kernel=kernel.name, demangled=kernel.demangled, arch=kernel.arch,
+                         unmodelled=[f"0x{i.address:04x} {i.text}" for i in kernel.unmodelled()])
+    instrs = kernel.memory()
+    kinds, mirrors = _kinds(model, kernel)
+    by_kind: dict[tuple[str, str], list[MemoryInstruction]] = {}
+    generic = [m for m in instrs if m.space == "generic"]
+    for m in instrs:
+        if m.space != "generic":
+            by_kind.setdefault((m.space, m.direction), []).append(m)
+    taken: set[int] = set()
+    sides: dict[tuple[int, str], CompiledSide] = {}
+    owned: dict[tuple[int, str], list[MemoryInstruction]] = {}
+    changes: dict[tuple[int, str], int] = {}
+    for sd in [*[x for ks in kinds.values() for x in ks], *mirrors]:
+        sides[(sd.stage, sd.which)] = CompiledSide(
+            stage=sd.stage, side=sd.which, memory=sd.memory, tensor=sd.name, status="missing",
+            declared_bits=sd.access_bits, declared=_counts(run, sd, sd.access_bits))
+    for kind, kind_sides in kinds.items():
+        mine = by_kind.get(kind, [])
+        if not mine:
+            why = "no instruction of this kind in the kernel" + \
+                  (f" (it has {len(generic)} generic LD/ST, which could be either space)" if generic else "")
+            for sd in kind_sides:
+                sides[(sd.stage, sd.which)].note = why
+            continue
+        split, why = assign_sides(kind_sides, mine)
+        taken.update(m.index for m in mine)
+        if not split:
+            for sd in kind_sides:
+                cs = sides[(sd.stage, sd.which)]
+                cs.status, cs.note = "ambiguous", f"{why}; the declared width is kept"
+                cs.instructions = [_describe(m) for m in mine]
+                out.findings.append(Finding(check="compiled", kind="ambiguous_mapping", severity="warning",
+                                            stage=sd.stage, side=sd.which,
+                                            message=f"stage {sd.stage} {sd.which}: cannot tell which of "
+                                                    f"{len(mine)} {kind[0]} {kind[1]} instructions are its own: {why}"))
+            continue
+        for sd in kind_sides:
+            owned[(sd.stage, sd.which)] = split[(sd.stage, sd.which)]
+            _settle(sd, split[(sd.stage, sd.which)], sides[(sd.stage, sd.which)], changes, out)
+    for sd in mirrors:  # a cp.async stage's shared side: the same instructions as its global side
+        src = owned.get((sd.stage, "src"))
+        cs = sides[(sd.stage, sd.which)]
+        if src is None:
+            cs.status, cs.note = sides[(sd.stage, "src")].status, sides[(sd.stage, "src")].note
+            continue
+        _settle(sd, src, cs, changes, out)
+    for st in sorted({sd.stage for sd in mirrors}):
+        for which in ("src", "dst"):
+            cs = sides[(st, which)]
+            cs.note = (cs.note + "; " if cs.note else "") + "cp.async (LDGSTS): one instruction moves both sides"
+    if changes:
+        _predict(model, changes, sides, out)
+    for cs in sides.values():
+        if cs.compiled is None and cs.status != "missing":
+            cs.compiled = cs.declared
+    out.sides = [sides[k] for k in sorted(sides, key=lambda k: (k[0], k[1] != "src"))]
+    out.unmatched = [_describe(m) for m in instrs if m.index not in taken]
+    return out
+
+
+def _compiled_vec(sd: SideModel, bits: int) -> int | None:
+    """The side's ``vec`` at a compiled width of ``bits``, or None where that width is not a
+    whole number of elements dividing the thread's values."""
+    if bits % sd.elem_bits:
+        return None
+    vec = bits // sd.elem_bits
+    return vec if sd.partition.values % vec == 0 else None
+
+
+def _predict(model: KernelModel, changes: dict[tuple[int, str], int], sides: dict[tuple[int, str], CompiledSide],
+             out: CompiledKernel) -> None:
+    """The counts at the compiled widths: the checks on the regrouped model."""
+    wide = _with_vec(model, changes)
+    run = verify_model(wide, RunOptions(checks=COUNT_CHECKS))
+    legal = {(r.stage, r.side): r for r in run.results if r.check == "vectorize"}
+    by_key = {(sd.stage, sd.which): sd for sd in wide.sides()}
+    for key, vec in changes.items():
+        sd, cs = by_key[key], sides[key]
+        v = legal.get(key)
+        if v is not None and v.status == "FAIL":
+            cs.note = (f"the compiled {cs.compiled_bits}-bit instruction is not {vec} consecutive elements of one "
+                       "thread's accesses (not contiguous or not aligned): counts at the declared width")
+            out.findings.append(Finding(check="compiled", kind="unexplained_width", severity="warning",
+                                        stage=cs.stage, side=cs.side, message=f"stage {cs.stage} {cs.side}: {cs.note}"))
+            continue
+        cs.compiled = _counts(run, sd, sd.access_bits)
+
+
+def attach(report: VerifyReport, kernel: Kernel, file: str) -> None:
+    """Set each run's ``compiled`` section (its spec's model at the run's sizes)."""
+    from threadmap.api import load
+    from threadmap.model import build_model
+
+    for run in report.runs:
+        model = build_model(load(run.path), run.sizes)
+        run.compiled = analyse(model, run, kernel, file)
