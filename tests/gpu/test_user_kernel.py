@@ -22,7 +22,6 @@ from threadmap.gpu.user import (
     launcher_command,
     measure,
     ncu_command,
-    predicted_kinds,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -41,7 +41,7 @@ from threadmap.testing.strategies import (
     tuple_tilers,
 )
 
-N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "1200"))
+N_CASES = int(os.environ.get("THREADMAP_PYCUTE_CASES", "600"))  # a thorough run: 1200 or more
 CASES = settings(max_examples=N_CASES, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 

@@ -11,6 +11,7 @@ with :func:`threadmap.layout.parse.parse_layout`) and by value.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Callable
@@ -44,8 +45,11 @@ from threadmap.layout.atom.mma_traits import get_mma_atom
 from threadmap.layout.parse import parse_layout
 
 SEED = 20240607
-N_COPY = 40
-N_MMA = 20
+# each case costs about 4 s of template instantiation in the C++ oracle: CI draws 20 copies and
+# 10 MMAs, THREADMAP_ORACLE_SCALE=2 the 40 and 20 of a thorough run
+_SCALE = float(os.environ.get("THREADMAP_ORACLE_SCALE", "1"))
+N_COPY = max(1, round(20 * _SCALE))
+N_MMA = max(1, round(10 * _SCALE))
 
 # ------------------------------------------------------------------------------------------
 # C++ spelling

@@ -39,7 +39,16 @@ from threadmap.errors import ThreadmapError
 from threadmap.gpu.sass import Kernel, MemoryInstruction, parse_sass
 from threadmap.gpu.toolchain import SOURCE_SUFFIXES, build_user_cubin, demangle, disassemble
 from threadmap.model import CopyModel, KernelModel, SideModel
-from threadmap.report.model import CompiledCounts, CompiledKernel, CompiledSide, Finding, SpecRun, VerifyReport
+from threadmap.report.model import (
+    BankSummary,
+    CoalescingSummary,
+    CompiledCounts,
+    CompiledKernel,
+    CompiledSide,
+    Finding,
+    SpecRun,
+    VerifyReport,
+)
 from threadmap.verify.run import RunOptions, verify_model
 
 #: the instruction kind of a side: (memory, which) -> (space, direction) of MEMORY_OPCODES
@@ -112,18 +121,17 @@ def assign_sides(sides: Sequence[SideModel], instrs: Sequence[MemoryInstruction]
 
 
 def _counts(run: SpecRun, sd: SideModel, bits: int) -> CompiledCounts | None:
-    res = {(r.check, r.stage, r.side): r.summary for r in run.results}
-    if sd.memory == "shared":
-        b = res.get(("bank_conflicts", sd.stage, sd.which))
-        if b is None or not hasattr(b, "wavefronts"):
-            return None
-        return CompiledCounts(access_bits=bits, instructions=b.instructions, wavefronts=b.wavefronts,
-                              wavefronts_per_instruction=b.wavefronts / b.instructions if b.instructions else 0.0)
-    c = res.get(("coalescing", sd.stage, sd.which))
-    if c is None or not hasattr(c, "sectors"):
-        return None
-    return CompiledCounts(access_bits=bits, instructions=c.requests, sectors=c.sectors, requests=c.requests,
-                          sectors_per_request=c.sectors / c.requests if c.requests else 0.0)
+    for r in run.results:
+        if (r.stage, r.side) != (sd.stage, sd.which):
+            continue
+        b = r.summary
+        if sd.memory == "shared" and isinstance(b, BankSummary):
+            return CompiledCounts(access_bits=bits, instructions=b.instructions, wavefronts=b.wavefronts,
+                                  wavefronts_per_instruction=b.wavefronts / b.instructions if b.instructions else 0.0)
+        if sd.memory == "global" and isinstance(b, CoalescingSummary):
+            return CompiledCounts(access_bits=bits, instructions=b.requests, sectors=b.sectors, requests=b.requests,
+                                  sectors_per_request=b.sectors / b.requests if b.requests else 0.0)
+    return None
 
 
 def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int]) -> KernelModel:
@@ -131,12 +139,9 @@ def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int]) -> Kernel
     stages = []
     for st in model.stages:
         if isinstance(st, CopyModel):
-            new = {}
-            for sd in st.sides():
-                v = changes.get((sd.stage, sd.which))
-                if v is not None:
-                    new[sd.which] = dataclasses.replace(sd, partition=sd.partition.with_vec(v))
-            st = dataclasses.replace(st, **new) if new else st
+            src, dst = (sd if (v := changes.get((sd.stage, sd.which))) is None else
+                        dataclasses.replace(sd, partition=sd.partition.with_vec(v)) for sd in st.sides())
+            st = dataclasses.replace(st, src=src, dst=dst)
         stages.append(st)
     return dataclasses.replace(model, stages=tuple(stages))
 
@@ -271,7 +276,7 @@ def _predict(model: KernelModel, changes: dict[tuple[int, str], int], sides: dic
     wide = _with_vec(model, changes)
     run = verify_model(wide, RunOptions(checks=COUNT_CHECKS))
     legal = {(r.stage, r.side): r for r in run.results if r.check == "vectorize"}
-    by_key = {(sd.stage, sd.which): sd for sd in wide.sides()}
+    by_key: dict[tuple[int, str], SideModel] = {(sd.stage, sd.which): sd for sd in wide.sides()}
     for key, vec in changes.items():
         sd, cs = by_key[key], sides[key]
         v = legal.get(key)

@@ -207,10 +207,10 @@ def render_user_kernel(run: Any, console: Any) -> None:
     the prediction at the compiled widths beside the measured launch."""
     from rich.table import Table
 
-    from threadmap.report.formats import render_compiled
+    from threadmap.report.formats import render_compiled, short_name
 
     render_compiled(run.compiled, console)
-    t = Table(title=escape(f"measured: {printable(run.kernel)} ({' '.join(run.command)[:80]})"),
+    t = Table(title=escape(f"measured: {printable(short_name(run.kernel))} ({' '.join(run.command)[:80]})"),
               title_justify="left", expand=False)
     for col in ("kind", "sides", "metric", "predicted", "measured", "agrees"):
         t.add_column(col, overflow="fold")

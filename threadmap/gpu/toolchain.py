@@ -266,7 +266,23 @@ def build_user_cubin(path: Path, arch: str, extra: Sequence[str] = ()) -> Path:
 
 
 def disassemble(path: Path) -> str:
-    """``cuobjdump -sass`` of a cubin, object or executable (every embedded cubin)."""
+    """``cuobjdump -sass`` of a cubin, object or executable (every embedded cubin), cached by
+    the hash of the file's bytes."""
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:24]
+    except OSError as e:
+        raise ToolchainError(f"{path}: cannot read it ({e.strerror or e})") from None
+    cached = cache_dir() / f"sass_{digest}.txt"
+    if cached.exists():
+        return cached.read_text()
+    text = _cuobjdump(path)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(cached)
+    return text
+
+
+def _cuobjdump(path: Path) -> str:
     exe = find_tool("cuobjdump")
     if exe is None:
         raise ToolchainError("cuobjdump not found (pip install nvidia-cuda-cuobjdump, or put the CUDA "

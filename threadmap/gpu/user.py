@@ -106,6 +106,7 @@ def predicted_kinds(ck: CompiledKernel) -> list[KindCounts]:
     """The compiled prediction summed per kind of instruction (a cp.async stage's shared side
     is its global side's instruction: counted once, as LDGSTS)."""
     out: dict[tuple[str, str], KindCounts] = {}
+    nums: dict[tuple[str, str], float] = {}
     for cs in ck.sides:
         key = _op(cs)
         if key == ("global", "ldgsts") and cs.memory == "shared":
@@ -121,13 +122,11 @@ def predicted_kinds(ck: CompiledKernel) -> list[KindCounts]:
             continue
         num = (c.wavefronts if shared else c.sectors) or 0
         den = c.instructions if shared else (c.requests or 0)
-        k.measured_raw.setdefault("predicted_num", 0.0)
-        k.measured_raw["predicted_num"] += num
+        nums[key] = nums.get(key, 0.0) + num
         k.predicted_instructions += den
-    for k in out.values():
-        num = k.measured_raw.pop("predicted_num", 0.0)
+    for key, k in out.items():
         if k.predicted_instructions:
-            k.predicted = num / k.predicted_instructions
+            k.predicted = nums.get(key, 0.0) / k.predicted_instructions
     return list(out.values())
 
 

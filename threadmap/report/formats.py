@@ -153,13 +153,24 @@ def counts_text(c: Any) -> str:
     return f"{c.instructions} instructions"
 
 
+def short_name(name: str) -> str:
+    """A kernel's name without its template arguments and parameters (``void f<...>(...)``
+    -> ``f``), for titles; the reports keep the whole name."""
+    head = name
+    for i, ch in enumerate(name):
+        if ch in "<(":
+            head = name[:i]
+            break
+    return head.removeprefix("void ").strip() or name
+
+
 def render_compiled(ck: Any, console: Any) -> None:
     """The compiled kernel's instructions per stage side, and the counts predicted at the
     compiled width beside the declared ones."""
     from rich.table import Table
 
-    name = ck.demangled or ck.kernel
-    t = Table(title=escape(f"compiled kernel {printable(name)} ({ck.arch}, {printable(ck.file)})"),
+    t = Table(title=escape(f"compiled kernel {printable(short_name(ck.demangled or ck.kernel))} "
+                           f"({ck.arch}, {printable(ck.file)})"),
               title_justify="left", expand=False)
     for col in ("stage", "side", "SASS", "bits (declared / compiled)", "declared width", "compiled width"):
         t.add_column(col, overflow="fold")
@@ -422,9 +433,10 @@ def _verify_results(report: VerifyReport, check_expected: bool) -> list[dict[str
             results.append(_sarif_result(r.check, "note" if expected else "error", _sentence(text), run.path,
                                          r.line or 1, {"summary": r.summary.model_dump(mode="json"),
                                                        "expected_failure": expected}))
-        for f in run.compiled.findings if run.compiled is not None else []:
+        ck = run.compiled
+        for f in ck.findings if ck is not None else []:
             results.append(_sarif_result(f"compiled.{f.kind}", "warning", _sentence(f"{run_label(run)}: {f.message}"),
-                                         run.path, 1, {"kernel": run.compiled.kernel}))
+                                         run.path, 1, {"kernel": ck.kernel if ck is not None else ""}))
         if check_expected and not run.as_expected:
             results.append(_sarif_result("verdict", "error",
                                          _sentence(f"{run_label(run)}: the verdict is {run.verdict}, the spec expects "
