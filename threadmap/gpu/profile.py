@@ -44,15 +44,53 @@ METRICS = [f"l1tex__t_sectors_pipe_lsu_mem_global_op_{o}.sum" for o in OPS] + \
 #: warp-level SASS instruction counts, where this ncu has them (they leave out instructions
 #: whose lanes are all predicated off, which smsp__inst_executed counts)
 SASS_METRICS = [f"smsp__sass_inst_executed_op_{m}_{o}.sum" for m in ("shared", "global") for o in OPS]
+#: the counters of a cp.async stage (``LDGSTS``: one instruction reads global memory and writes
+#: shared memory), per quantity the ways to read it, first choice first: one metric, or metrics
+#: whose sum it is (the L1-cached ``.ca`` and the bypassing ``.cg`` forms).  Each is asked for
+#: only where ``ncu --query-metrics`` lists it; a quantity none of whose ways was measured is
+#: "not measured".
+LDGSTS_METRICS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sectors": (("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",),
+                ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+    "requests": (("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",),
+                 ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                  "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+    "instructions": (("smsp__inst_executed_op_ldgsts.sum",),),
+    "sass_instructions": (("smsp__sass_inst_executed_op_ldgsts.sum",), ("sm__sass_inst_executed_op_ldgsts.sum",)),
+    "wavefronts": (("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",),
+                   ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",)),
+    "bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",),),
+}
+
+
+def listed(name: str, text: str) -> bool:
+    """Whether ``ncu --query-metrics`` output ``text`` lists metric ``name`` (its base name, the
+    whole word: ``..._op_ldgsts`` is not listed by ``..._op_ldgsts_cache_access``)."""
+    base = name.rsplit(".", 1)[0]
+    return re.search(rf"(?<![\w]){re.escape(base)}(?![\w])", text) is not None
 
 
 def available_metrics(exe: str) -> list[str]:
-    """METRICS plus those of SASS_METRICS that ``ncu --query-metrics`` lists."""
+    """METRICS plus those of SASS_METRICS and LDGSTS_METRICS that ``ncu --query-metrics`` lists."""
     try:
         text = subprocess.run([exe, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         text = ""
-    return METRICS + [m for m in SASS_METRICS if m.rsplit(".", 1)[0] in text]
+    extra = SASS_METRICS + [m for ways in LDGSTS_METRICS.values() for way in ways for m in way]
+    return METRICS + [m for m in dict.fromkeys(extra) if listed(m, text)]
+
+
+def ldgsts(row: dict[str, str], quantity: str) -> float | None:
+    """A cp.async quantity of one kernel's row: the first of its ways whose every metric was
+    measured, summed; None when none was."""
+    for way in LDGSTS_METRICS[quantity]:
+        vals = [_num(row.get(m)) for m in way]
+        if all(v is not None for v in vals):
+            return float(sum(v for v in vals if v is not None))
+    return None
+
+
 SASS_OP = {("global", "src"): "LDG", ("global", "dst"): "STG", ("shared", "src"): "LDS", ("shared", "dst"): "STS"}
 #: relative difference under which a measured ratio equals the predicted one (float printing)
 TOLERANCE = 1e-6
@@ -214,6 +252,8 @@ def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: in
     one kernel's counters (``row``) and SASS widths."""
     op = "ld" if side.which == "src" else "st"
     bits = it.behaviour.access_bits.get((stage, side.which), side.elem_bits)
+    if stage in it.behaviour.cp_async_stages:
+        return _ldgsts_side(res, stage, side, row, sass, bits)
     sd = SideCounters(side=side.which, memory=side.memory, op=op,
                       metric="sectors_per_request" if side.memory == "global" else "wavefronts_per_instruction",
                       source_bits=bits, sass_bits=sass.get(SASS_OP[(side.memory, side.which)], []))
@@ -249,4 +289,43 @@ def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: in
         same = abs(sd.predicted - sd.measured) <= TOLERANCE * max(1.0, abs(sd.predicted))
         width_ok = not sd.sass_bits or sd.sass_bits == [bits]
         sd.agrees = same and width_ok
+    return sd
+
+
+def _ldgsts_side(res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any, row: dict[str, str],
+                 sass: dict[str, list[int]], bits: int) -> SideCounters:
+    """One side of a cp.async stage: the one ``LDGSTS`` instruction measured from its global side
+    (sectors per request) or its shared side (wavefronts per instruction), with the
+    ``LDGSTS_METRICS``; "not measured" where this ncu has none of a quantity's metrics."""
+    sd = SideCounters(side=side.which, memory=side.memory, op="ldgsts",
+                      metric="sectors_per_request" if side.memory == "global" else "wavefronts_per_instruction",
+                      source_bits=bits, sass_bits=sass.get("LDGSTS", []))
+    issued, sass_inst = ldgsts(row, "instructions"), ldgsts(row, "sass_instructions")
+    if side.memory == "global":
+        r = res.get(("coalescing", stage, side.which))
+        if r is not None and hasattr(r.summary, "requests"):
+            sd.predicted_raw = {"sectors": r.summary.sectors, "requests": r.summary.requests}
+            sd.predicted = r.summary.sectors / r.summary.requests if r.summary.requests else 0.0
+        num, den, what = ldgsts(row, "sectors"), ldgsts(row, "requests"), "global sectors or requests"
+        sd.measured_raw = {"sectors": num or 0.0, "requests": den or 0.0}
+    else:
+        r = res.get(("bank_conflicts", stage, side.which))
+        if r is not None and hasattr(r.summary, "wavefronts"):
+            sd.predicted_raw = {"wavefronts": r.summary.wavefronts, "instructions": r.summary.instructions}
+            sd.predicted = r.summary.wavefronts / r.summary.instructions if r.summary.instructions else 0.0
+        num, den, what = ldgsts(row, "wavefronts"), sass_inst if sass_inst is not None else issued, \
+            "shared wavefronts"
+        sd.measured_raw = {"wavefronts": num or 0.0, "instructions": den or 0.0}
+        conflicts = ldgsts(row, "bank_conflicts")
+        if conflicts is not None:
+            sd.measured_raw["bank_conflicts"] = conflicts
+    sd.measured_raw.update({"issued": issued or 0.0, "sass_instructions": sass_inst or 0.0})
+    if num is None or den is None:
+        if row:
+            sd.note = f"not measured: this ncu has no LDGSTS {what} metric"
+        return sd
+    sd.measured = num / den if den else 0.0
+    if sd.predicted is not None:
+        same = abs(sd.predicted - sd.measured) <= TOLERANCE * max(1.0, abs(sd.predicted))
+        sd.agrees = same and (not sd.sass_bits or sd.sass_bits == [bits])
     return sd

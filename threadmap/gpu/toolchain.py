@@ -57,15 +57,26 @@ TOOL_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute")
 
 
 def find_tool(name: str) -> str | None:
-    """A CUDA tool (nvcc, cuobjdump, ncu, compute-sanitizer): on PATH, else in TOOL_DIRS."""
+    """A CUDA tool (nvcc, cuobjdump, ncu, compute-sanitizer): on PATH, else in TOOL_DIRS, else
+    in an NVIDIA tool wheel's ``bin``."""
     found = shutil.which(name)
     if found:
         return found
-    for d in TOOL_DIRS:
-        p = Path(d) / name
+    for d in [*map(Path, TOOL_DIRS), *wheel_tool_dirs()]:
+        p = d / name
         if p.exists():
             return str(p)
     return None
+
+
+def wheel_tool_dirs() -> list[Path]:
+    """The ``bin`` folders of NVIDIA's PyPI tool wheels (``nvidia-cuda-cuobjdump`` puts
+    cuobjdump and nvdisasm in ``nvidia/cu13/bin``), found without importing them."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(p for root in spec.submodule_search_locations for p in Path(str(root)).glob("cu*/bin")
+                  if p.is_dir())
 
 
 def nvcc() -> str | None:
@@ -217,14 +228,20 @@ def build_cubin(source: str, arch: str) -> Path:
 def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
     """The access widths (bits) of a kernel's global and shared loads and stores in its SASS
     (``cuobjdump -sass``): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent."""
-    import re
-
     exe = find_tool("cuobjdump")
     if exe is None:
         return {}
     proc = subprocess.run([exe, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, timeout=600)
+    return parse_sass_widths(proc.stdout)
+
+
+def parse_sass_widths(sass: str) -> dict[str, list[int]]:
+    """The widths (bits) of the LDG, STG, LDS, STS and LDGSTS (``cp.async``) instructions of SASS
+    text, by opcode; whole opcodes only (``LDGDEPBAR`` and ``LDSM`` are none of them)."""
+    import re
+
     out: dict[str, set[int]] = {}
-    for m in re.finditer(r"\b(LDG|STG|LDS|STS)((?:\.[A-Z0-9_]+)*)", proc.stdout):
+    for m in re.finditer(r"\b(LDGSTS|LDG|STG|LDS|STS)(?![A-Z0-9_])((?:\.[A-Z0-9_]+)*)", sass):
         tokens = set(m.group(2).split("."))
         bits = 128 if "128" in tokens else 64 if "64" in tokens else 16 if tokens & {"U16", "S16"} else \
             8 if tokens & {"U8", "S8"} else 32
