@@ -236,18 +236,18 @@ def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
                 if side.tensor is None or side.memory not in ("global", "shared"):
                     continue
                 solo = rows.get(it.behaviour.stage_kernel(st, side.which, True))
-                sd = _side(it, res, st, side, solo or {},
+                sd = side_counters(it, res, st, side, solo or {},
                            sass_widths(cubin, it.behaviour.stage_kernel(st, side.which, True)))
                 alone = rows.get(it.behaviour.stage_kernel(st, side.which)) or {}
-                sd.measured_concurrent = _side(it, res, st, side, alone, sass).measured
-                sd.measured_in_stage = _side(it, res, st, side, row, sass).measured
+                sd.measured_concurrent = side_counters(it, res, st, side, alone, sass).measured
+                sd.measured_in_stage = side_counters(it, res, st, side, row, sass).measured
                 sc.sides.append(sd)
             out.append(sc)
     return out, notes
 
 
-def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any, row: dict[str, str],
-          sass: dict[str, list[int]]) -> SideCounters:
+def side_counters(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any,
+                  row: dict[str, str], sass: dict[str, list[int]]) -> SideCounters:
     """One side's prediction (``res``: the verifier's results by check, stage and side) beside
     one kernel's counters (``row``) and SASS widths."""
     op = "ld" if side.which == "src" else "st"
