@@ -76,8 +76,10 @@ def test_a_stage_without_a_cp_async_atom_is_unchanged() -> None:
 
 def test_sass_widths_read_ldgsts_and_whole_opcodes_only() -> None:
     """Lines as cuobjdump 13.0 prints a cp.async stage for sm_80 and sm_90; LDGDEPBAR is not an
-    LDG, LDSM not an LDS."""
+    LDG, LDSM not an LDS, and the never-executed ``@!PT LDS`` ptxas pads LDGSTS with on sm_90
+    is no access."""
     sass = ("        /*0680*/               @P0 LDGSTS.E.BYPASS.128 [R11], [R8.64] ;\n"
+            "        /*0750*/              @!PT LDS RZ, [RZ] ;\n"
             "        /*0790*/               @P4 LDGSTS.E.BYPASS.128 [R15], desc[UR6][R4.64] ;\n"
             "        /*0720*/                   LDGDEPBAR ;\n"
             "        /*0730*/                   DEPBAR.LE SB0, 0x0 ;\n"

@@ -176,14 +176,22 @@ def test_a_cp_async_stage_compiles_to_ldgsts(build: Build, spec: str) -> None:
         assert sass_widths(build.binary, kernel) == {"LDGSTS": [128]}, kernel
     for arch in ARCHS:
         sass = _sass(build.binary, prog.count_kernel, arch)  # type: ignore[attr-defined]
-        assert re.search(r"LDGSTS\.E\.BYPASS\.(LTC128B\.)?128", sass), (arch, sass[-2000:])
+        assert re.search(r"LDGSTS\.E\.BYPASS\.128 ", sass), (arch, sass[-2000:])
         assert sass.index("LDGDEPBAR") < sass.index("DEPBAR.LE SB0, 0x0") < sass.index("BAR.SYNC")
-    if "zfill" in spec:
-        assert "ZFILL" in _sass(build.binary, prog.stage_kernel(0), "sm_90")  # type: ignore[attr-defined]
+        # the zero-fill form: every LDGSTS unguarded, its source size chosen by a predicate operand
+        # ("[R11], [R2.64], P3"); the plain form: guarded ("@P0 LDGSTS") where a predicate can be false
+        ldgsts = re.findall(r"(@!?P\d+ )?LDGSTS\.E\.BYPASS\.128 \[R\d+\], (?:desc\[UR\d+\])?\[R\d+\.64[^\]]*\]"
+                            r"(, !?P\d+)? ;", _sass(build.binary, prog.stage_kernel(0), arch))  # type: ignore[attr-defined]
+        assert ldgsts, arch
+        if "zfill" in spec:
+            assert all(not guard and operand for guard, operand in ldgsts), (arch, ldgsts)
+        else:
+            assert all(not operand for _, operand in ldgsts), (arch, ldgsts)
 
 
 def test_a_plain_stage_compiles_to_its_loads_and_stores(build: Build) -> None:
     """A stage without a cp.async atom is issued as loads and stores, as before."""
     (prog, *_) = build.behaviours[ROOT / "specs/sgemm/sgemm_2_copy_a.yaml"]
     assert prog.cp_async_stages == ()  # type: ignore[attr-defined]
-    assert sass_widths(build.binary, prog.stage_kernel(0, "src")) == {"LDG": [128]}  # type: ignore[attr-defined]
+    widths = sass_widths(build.binary, prog.stage_kernel(0, "src"))  # type: ignore[attr-defined]
+    assert widths["LDG"] == [128] and "LDGSTS" not in widths  # (and the sink's STG)

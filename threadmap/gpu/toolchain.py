@@ -237,11 +237,13 @@ def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
 
 def parse_sass_widths(sass: str) -> dict[str, list[int]]:
     """The widths (bits) of the LDG, STG, LDS, STS and LDGSTS (``cp.async``) instructions of SASS
-    text, by opcode; whole opcodes only (``LDGDEPBAR`` and ``LDSM`` are none of them)."""
+    text, by opcode; whole opcodes only (``LDGDEPBAR`` and ``LDSM`` are none of them), and not
+    the never-executed ones (``@!PT LDS RZ, [RZ]``: padding ptxas puts beside LDGSTS on sm_90)."""
     import re
 
     out: dict[str, set[int]] = {}
-    for m in re.finditer(r"\b(LDGSTS|LDG|STG|LDS|STS)(?![A-Z0-9_])((?:\.[A-Z0-9_]+)*)", sass):
+    text = "\n".join(ln for ln in sass.splitlines() if not re.search(r"@!PT\s", ln))
+    for m in re.finditer(r"\b(LDGSTS|LDG|STG|LDS|STS)(?![A-Z0-9_])((?:\.[A-Z0-9_]+)*)", text):
         tokens = set(m.group(2).split("."))
         bits = 128 if "128" in tokens else 64 if "64" in tokens else 16 if tokens & {"U16", "S16"} else \
             8 if tokens & {"U8", "S8"} else 32
