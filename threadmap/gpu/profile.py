@@ -13,7 +13,10 @@ verifier's prediction is set beside the measurement:
   ``smsp__inst_executed_op_shared_{ld,st}.sum``, against the bank check's;
 * the access width: the bits the generated source asks for (the declared vector where the
   verifier finds it legal) beside the widths of the SASS instructions (``cuobjdump -sass``):
-  the compiler may split what the source asks for.
+  the compiler may split what the source asks for;
+* a ``cp.async`` stage (``LDGSTS``, both sides one instruction): each side from the ``ldgsts``
+  counters of the same kernel (``LDGSTS_METRICS``), the global side's sectors per request and
+  the shared side's wavefronts per instruction, "not measured" where this ncu lists none.
 """
 
 from __future__ import annotations
