@@ -112,6 +112,7 @@ def test_the_ldgsts_metrics_are_those_ncu_lists(tmp_path: Path) -> None:
         "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",
         "smsp__inst_executed_op_ldgsts.sum",
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"]
+    assert available_metrics(str(ncu), cp_async=False) == METRICS
 
 
 def _item() -> Item:
@@ -159,3 +160,46 @@ def test_a_cp_async_side_is_measured_with_the_ldgsts_counters(listed_only: str) 
         assert s.measured_raw["instructions"] == n
         # a SASS of other instructions disagrees
         assert side_counters(it, res, 0, cp.src, row, {"LDGSTS": [64]}).agrees is False
+
+
+FAKE_NCU = """#!{python}
+import json, sys
+args = sys.argv[1:]
+if args == ["--query-metrics"]:
+    sys.stdout.write(open({listing!r}).read())
+    sys.exit(0)
+metrics = args[args.index("--metrics") + 1].split(",")
+open({log!r}, "a").write(json.dumps(metrics) + "\\n")
+if any("ldgsts" in m for m in metrics):
+    sys.stderr.write("==ERROR== Failed to find metric " + [m for m in metrics if "ldgsts" in m][0] + "\\n")
+    sys.exit(1)
+kernels = json.load(open(args[args.index("stages") + 3]))
+json.dump(kernels, open(args[args.index("stages") + 1], "w"))
+print(",".join(['"ID"', '"Kernel Name"'] + ['"%s"' % m for m in metrics]))
+for i, k in enumerate(kernels):
+    print(",".join(['"%d"' % i, '"%s"' % k] + ['"0"' for m in metrics]))
+"""
+
+
+def test_an_ldgsts_metric_ncu_refuses_costs_only_the_cp_async_sides(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu fails the whole run on a metric it will not collect: the counters are measured again
+    without the ldgsts metrics, and the cp.async sides say "not measured"."""
+    import json
+
+    from threadmap.gpu import profile
+    listing, log = tmp_path / "listing.txt", tmp_path / "calls.jsonl"
+    listing.write_text("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts\nl1tex__t_requests_pipe_lsu_mem_global_op_ldgsts\n")
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU.format(python=sys.executable, listing=str(listing), log=str(log)))
+    ncu.chmod(0o755)
+    monkeypatch.setattr(profile, "find_tool", lambda name: str(ncu) if name == "ncu" else None)
+    it = _item()
+    counters, notes = profile.stage_counters([it], tmp_path / "none.cubin", {})
+    calls = [json.loads(ln) for ln in log.read_text().splitlines()]
+    assert len(calls) == 2 and "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum" in calls[0]
+    assert calls[1] == profile.METRICS
+    assert notes and notes[0].startswith("ncu failed with the ldgsts metrics")
+    (stage,) = counters
+    assert [(sd.side, sd.op, sd.measured) for sd in stage.sides] == [("src", "ldgsts", None), ("dst", "ldgsts", None)]
+    assert all(sd.note.startswith("not measured") for sd in stage.sides)

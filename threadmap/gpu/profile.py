@@ -74,14 +74,18 @@ def listed(name: str, text: str) -> bool:
     return re.search(rf"(?<![\w]){re.escape(base)}(?![\w])", text) is not None
 
 
-def available_metrics(exe: str) -> list[str]:
-    """METRICS plus those of SASS_METRICS and LDGSTS_METRICS that ``ncu --query-metrics`` lists."""
+def available_metrics(exe: str, cp_async: bool = True) -> list[str]:
+    """METRICS plus those of SASS_METRICS that ``ncu --query-metrics`` lists, and (``cp_async``)
+    per quantity of LDGSTS_METRICS its first way whose metrics are all listed (an unknown metric
+    fails the whole ncu run, so no more are asked for than needed)."""
     try:
         text = subprocess.run([exe, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         text = ""
-    extra = SASS_METRICS + [m for ways in LDGSTS_METRICS.values() for way in ways for m in way]
-    return METRICS + [m for m in dict.fromkeys(extra) if listed(m, text)]
+    extra = [m for m in SASS_METRICS if listed(m, text)]
+    for ways in LDGSTS_METRICS.values() if cp_async else ():
+        extra += next((list(way) for way in ways if all(listed(m, text) for m in way)), [])
+    return METRICS + list(dict.fromkeys(extra))
 
 
 def ldgsts(row: dict[str, str], quantity: str) -> float | None:
@@ -200,22 +204,32 @@ def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
         return [], ["ncu not found: no counters measured"]
     kernels = stage_kernels(items)
     timeout = timeout or max(540.0, 2.0 * len(kernels))
+    metrics = available_metrics(exe, any(it.behaviour and it.behaviour.cp_async_stages for it in items))
     with tempfile.TemporaryDirectory(prefix="threadmap_ncu_") as tmp:
         order_path, lp, kp = Path(tmp) / "order.json", Path(tmp) / "legal.json", Path(tmp) / "kernels.json"
         lp.write_text(json.dumps(legal))
         kp.write_text(json.dumps(kernels))
-        cmd = [exe, "--clock-control", "none", "--target-processes", "all",
-               "-k", r"regex:^tm_.*_stage[0-9]+(_src|_dst)?(_solo)?$", "--metrics", ",".join(available_metrics(exe)),
-               "--csv", "--page", "raw",
-               sys.executable, "-m", "threadmap.gpu.execute", "stages", str(order_path), str(lp), str(kp),
-               *sorted({it.path for it in items})]
+
+        def run(metrics: list[str]) -> subprocess.CompletedProcess[str]:
+            cmd = [exe, "--clock-control", "none", "--target-processes", "all",
+                   "-k", r"regex:^tm_.*_stage[0-9]+(_src|_dst)?(_solo)?$", "--metrics", ",".join(metrics),
+                   "--csv", "--page", "raw",
+                   sys.executable, "-m", "threadmap.gpu.execute", "stages", str(order_path), str(lp), str(kp),
+                   *sorted({it.path for it in items})]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
+            proc = run(metrics)
+            asked = [m for m in metrics if "ldgsts" in m]
+            if proc.returncode != 0 and asked:
+                # a listed ldgsts metric this ncu will not collect must not cost every other counter
+                notes.append(f"ncu failed with the ldgsts metrics ({', '.join(asked)}): cp.async sides not "
+                             f"measured: {(proc.stderr or proc.stdout)[-600:]}")
+                proc = run([m for m in metrics if m not in asked])
         except subprocess.TimeoutExpired:
             return [], [f"ncu ran past {timeout:.0f} s: no counters"]
         _keep_log("ncu.csv", proc.stdout)
         if proc.returncode != 0 or not order_path.exists():
-            return [], [f"ncu failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}"]
+            return [], [*notes, f"ncu failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}"]
         rows = {r.get("Kernel Name", "").split("(")[0].strip(): r for r in parse_ncu_csv(proc.stdout)}
     out: list[StageCounters] = []
     for it in items:
