@@ -10,6 +10,7 @@ simulation (one stride, one predicate, one swizzle bit) must not.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,10 @@ from tests.support.cxx_oracle import cannot_run
 from threadmap.api import spec_files
 from threadmap.gpu.behave import behaviour_program
 from threadmap.gpu.compare import diff_stage
-from threadmap.gpu.probe import expected, probe_program, run_host
+from threadmap.gpu.execute import KERNEL_VARIANTS
+from threadmap.gpu.probe import expected, host_source, probe_program, run_host
 from threadmap.gpu.run import select_blocks
-from threadmap.gpu.toolchain import ARCHS, ToolchainError, require
+from threadmap.gpu.toolchain import ARCHS, ToolchainError, build_host, find_tool, require, sass_widths
 from threadmap.model import build_model
 from threadmap.spec.load import load_spec, loads_spec
 
@@ -39,26 +41,48 @@ class Probed:
     got: np.ndarray
 
 
+#: specs compiled with the library (in the same one compile) that are not library specs
+EXTRA = [ROOT / "tests/gpu/cp_async_zfill.yaml"]
+
+
+@dataclasses.dataclass
+class Build:
+    probed: list[Probed]          # the library's
+    extra: list[Probed]           # EXTRA's
+    behaviours: dict[Path, list[object]]  # per spec file, its behaviour programs
+    binary: Path                  # the compiled program: host code, and SASS for ARCHS
+
+
 @pytest.fixture(scope="module")
-def library() -> list[Probed]:
+def build() -> Build:
     try:
         require()
     except ToolchainError as e:
         cannot_run(str(e))
     jobs = []
-    behaviours = []
-    for f in spec_files([ROOT / "specs"]):
+    behaviours: dict[Path, list[object]] = {}
+    for f in [*spec_files([ROOT / "specs"]), *EXTRA]:
         loaded = load_spec(f)
         for env in loaded.envs:
             m = build_model(loaded, env)
             prog = probe_program(m)
             assert not prog.skipped, (f, prog.skipped)
-            behaviours.append(behaviour_program(m, prog).source)
+            behaviours.setdefault(f, []).append(behaviour_program(m, prog))
             for s in prog.stages:
                 jobs.append((f, m, prog, s, select_blocks(m, s.threads * s.values, ROWS)))
     # one compile: the probes and behaviour kernels as CUDA for sm_80 and sm_90, and the host program
-    outs = run_host([(p, s, b) for _, _, p, s, b in jobs], archs=ARCHS, device_only=behaviours)
-    return [Probed(f, m, s, b, o) for (f, m, _, s, b), o in zip(jobs, outs)]
+    run = [(p, s, b) for _, _, p, s, b in jobs]
+    device = [b.source for bs in behaviours.values() for b in bs]  # type: ignore[attr-defined]
+    outs = run_host(run, archs=ARCHS, device_only=device)
+    binary = build_host(host_source(run, device), defines=("THREADMAP_HOST_MAIN",), archs=ARCHS)  # cached
+    probed = [Probed(f, m, s, b, o) for (f, m, _, s, b), o in zip(jobs, outs)]
+    return Build([p for p in probed if p.path not in EXTRA], [p for p in probed if p.path in EXTRA],
+                 behaviours, binary)
+
+
+@pytest.fixture(scope="module")
+def library(build: Build) -> list[Probed]:
+    return build.probed
 
 
 def test_every_library_stage_matches_the_real_templates(library: list[Probed]) -> None:
@@ -125,3 +149,49 @@ def test_select_blocks_keeps_corners_and_edges() -> None:
         assert corner in b
     assert (b % gx == gx - 1).sum() >= 5 and (b // gx == gy - 1).sum() >= 5
     assert select_blocks(m, 256, 1 << 30).size == m.num_blocks
+
+
+CP_ASYNC_LIBRARY = ["specs/cutlass/sm80_f16_gemm_a_128x32_warpraked.yaml",
+                    "specs/cutlass/sm80_f16_gemm_b_64x64_warpraked.yaml",
+                    "specs/ranges/sm80_f16_gemm_a_128x32_warpraked.yaml"]
+
+
+def _sass(binary: Path, kernel: str, arch: str) -> str:
+    import subprocess
+    exe = find_tool("cuobjdump")
+    if exe is None:
+        cannot_run("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    return subprocess.run([exe, "-sass", "-arch", arch, "-fun", kernel, str(binary)], capture_output=True,
+                          text=True, timeout=300, check=True).stdout
+
+
+@pytest.mark.parametrize("spec", [*CP_ASYNC_LIBRARY, "tests/gpu/cp_async_zfill.yaml"])
+def test_a_cp_async_stage_compiles_to_ldgsts(build: Build, spec: str) -> None:
+    """The library's cp.async stages (and the zero-fill form) compiled for sm_80 and sm_90: every
+    kernel of the stage issues LDGSTS.128 and no other global or shared access (the one
+    instruction is both sides), then waits for it (LDGDEPBAR, DEPBAR) before the barrier."""
+    (prog, *_) = build.behaviours[ROOT / spec]
+    assert prog.cp_async_stages == (0,)  # type: ignore[attr-defined]
+    for kernel in [prog.stage_kernel(0, w, solo) for w, solo in KERNEL_VARIANTS]:  # type: ignore[attr-defined]
+        assert sass_widths(build.binary, kernel) == {"LDGSTS": [128]}, kernel
+    for arch in ARCHS:
+        sass = _sass(build.binary, prog.count_kernel, arch)  # type: ignore[attr-defined]
+        assert re.search(r"LDGSTS\.E\.BYPASS\.128 ", sass), (arch, sass[-2000:])
+        assert sass.index("LDGDEPBAR") < sass.index("DEPBAR.LE SB0, 0x0") < sass.index("BAR.SYNC")
+        # the zero-fill form: every LDGSTS unguarded, its source size chosen by a predicate operand
+        # ("[R11], [R2.64], P3"); the plain form: guarded ("@P0 LDGSTS") where a predicate can be false
+        ldgsts = re.findall(r"(@!?P\d+ )?LDGSTS\.E\.BYPASS\.128 \[R\d+\], (?:desc\[UR\d+\])?\[R\d+\.64[^\]]*\]"
+                            r"(, !?P\d+)? ;", _sass(build.binary, prog.stage_kernel(0), arch))  # type: ignore[attr-defined]
+        assert ldgsts, arch
+        if "zfill" in spec:
+            assert all(not guard and operand for guard, operand in ldgsts), (arch, ldgsts)
+        else:
+            assert all(not operand for _, operand in ldgsts), (arch, ldgsts)
+
+
+def test_a_plain_stage_compiles_to_its_loads_and_stores(build: Build) -> None:
+    """A stage without a cp.async atom is issued as loads and stores, as before."""
+    (prog, *_) = build.behaviours[ROOT / "specs/sgemm/sgemm_2_copy_a.yaml"]
+    assert prog.cp_async_stages == ()  # type: ignore[attr-defined]
+    widths = sass_widths(build.binary, prog.stage_kernel(0, "src"))  # type: ignore[attr-defined]
+    assert widths["LDG"] == [128] and "LDGSTS" not in widths  # (and the sink's STG)

@@ -112,3 +112,68 @@ def test_shared_offset_past_the_cta_points_at_the_offset(tmp_path: Path) -> None
     msg = located(err, text, "tensors.s.offset", "1000000000000")
     # (offset + cosize 128) elements of 4 bytes
     assert f"need {(10**12 + 128) * 4} bytes" in msg and str(MAX_SHARED_BYTES) in msg
+
+
+GEMM_A = Path(__file__).resolve().parents[2] / "specs/cutlass/sm80_f16_gemm_a_128x32_warpraked.yaml"
+CP_ASYNC = "SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>"
+
+
+@pytest.mark.parametrize("atom,says", [
+    ("SM80_CP_ASYNC_CACHEGLOBL<uint128_t>", "unknown copy operation"),
+    ("SM80_CP_ASYNC_CACHEALWAYS<uint64_t>", "moves 64 bits per instruction, but the src side accesses 128 bits "
+                                            "(8 x 16-bit A)"),
+    ("SM80_CP_ASYNC_CACHEGLOBAL<uint64_t>", "8 bytes is not supported (allowed: 16)"),
+    ("AutoVectorizingCopy", "names no instruction"),
+    ("SM75_U32x4_LDSM_N", "warp-wide"),
+])
+def test_a_stage_atom_that_is_not_the_stages_instruction_is_located(tmp_path: Path, atom: str, says: str) -> None:
+    """The thread-map stage of the SM80 GEMM A tile moves 8 halves (128 bits) per access: its
+    ``atom`` must be a known one-thread copy operation of exactly that width."""
+    text = GEMM_A.read_text().replace(f"atom: {CP_ASYNC}", f'atom: "{atom}"')
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    assert says in located(err, text, "stages[0].copy.atom", f'"{atom}"')
+
+
+def test_a_stage_atom_names_the_instruction_of_the_sides_without_a_tiled_copy(tmp_path: Path) -> None:
+    from threadmap.api import models
+    code, err = verify(tmp_path, GEMM_A.read_text())
+    assert code == 0, err
+    (m,) = models(GEMM_A)
+    cp = m.stages[0]
+    assert cp.cp_async and cp.src.copy_op == cp.dst.copy_op == CP_ASYNC
+    assert cp.src.instruction == f"{CP_ASYNC} (PitchLinearWarpRakedThreadMap), 128-bit"
+    # a threads partition names its width with vector_bits, the atom its instruction
+    text = SPEC.replace('tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)", atom: ATOM}',
+                        'threads: "(32,1):(1,0)"').replace(
+        'tiled_copy: {threads: "(32,1):(1,0)", values: "(1,4):(0,1)"}', 'threads: "(32,1):(1,0)"')
+    text = text.replace("AT, 0", "0, 0") + "      vector_bits: 128\n      atom: ATOM\n"
+    code, err = verify(tmp_path, text.replace("ATOM", "SM80_CP_ASYNC_CACHEALWAYS<uint128_t>"))
+    assert code in (0, 1), err
+    code, err = verify(tmp_path, text.replace("ATOM", "UniversalCopy<uint64_t>"))
+    assert code == 2 and "moves 64 bits per instruction, but the src side accesses 128 bits" in err, err
+
+
+def test_a_cp_async_stage_goes_from_global_to_shared_memory(tmp_path: Path) -> None:
+    text = GEMM_A.read_text().replace("  - barrier\n", """  - barrier
+  - copy:
+      src: {tensor: sA,
+            thread_map: {name: PitchLinearWarpRakedThreadMap, shape: [32, 128], threads: 128,
+                         warp_thread_arrangement: [4, 8], elements_per_access: 8, contiguous_mode: 1}}
+      dst: {tensor: A, tile: [128, 32], at: [bx, by],
+            thread_map: {name: PitchLinearWarpRakedThreadMap, shape: [32, 128], threads: 128,
+                         warp_thread_arrangement: [4, 8], elements_per_access: 8, contiguous_mode: 1}}
+      atom: SM80_CP_ASYNC_CACHEALWAYS<uint128_t>
+""")
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[2].copy.atom", "SM80_CP_ASYNC_CACHEALWAYS")
+    assert "copies global memory to shared memory; this copy goes from shared to global" in msg
+
+
+def test_a_stage_atom_beside_a_tiled_copy_naming_another_is_located(tmp_path: Path) -> None:
+    text = spec() + "      atom: SM80_CP_ASYNC_CACHEALWAYS<uint128_t>\n"
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[0].copy.atom", "SM80_CP_ASYNC_CACHEALWAYS")
+    assert "src side's tiled_copy names its own copy operation (UniversalCopy<uint128_t>)" in msg

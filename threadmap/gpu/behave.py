@@ -17,7 +17,14 @@ Three kernels per model, one body:
   per shared side, every access it performs at a coordinate outside its tensor's shape;
 * ``<uid>_run``: the whole kernel, plain (timed with CUDA events);
 * ``<uid>_stage<k>``: only copy stage ``k`` (for Nsight Compute and the SASS: each stage's
-  counters and instructions alone).
+  counters and instructions alone), and its variants ``_src`` / ``_dst`` (one side's
+  instructions) and ``_src_solo`` / ``_dst_solo`` (the same, launched one CTA per SM).
+
+A stage whose copy operation is ``SM80_CP_ASYNC_*`` (global to shared) is issued as
+``cp.async`` (``LDGSTS``), then ``cp.async.commit_group`` and ``cp.async.wait_group 0``: the
+one instruction is both of its sides, so every variant of its stage kernel issues it whole,
+and the counters read its global side and its shared side from the ``ldgsts`` metrics of the
+same instructions (:mod:`threadmap.gpu.profile`).
 
 The host fills every input tensor with random bits, runs the counting kernel, and checks the
 declared transform (``copy``: ``y(c) == x(c)``, ``transpose``: ``y(c) == x(reversed c)``) and
@@ -40,6 +47,7 @@ import numpy as np
 
 import threadmap.layout as L
 from threadmap.gpu.probe import NotProbed, ProbeProgram, StageProbe
+from threadmap.gpu.ptx import CP_ASYNC_BYTES, cp_async_op
 from threadmap.hardware import MAX_SHARED_BYTES
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.model.kernel import offset_bounds
@@ -82,6 +90,8 @@ class BehaviourProgram:
     access_bits: dict[tuple[int, str], int] = field(default_factory=dict)
     #: the shared sides (stage, side, tensor), in the order of the kernel's out-of-tensor counters
     shared_sides: tuple[tuple[int, str, str], ...] = ()
+    #: the copy stages issued as ``cp.async`` (``LDGSTS``: both sides one instruction)
+    cp_async_stages: tuple[int, ...] = ()
 
     @property
     def count_kernel(self) -> str:
@@ -185,6 +195,7 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
     body: list[str] = []
     frags: dict[str, tuple[int, str]] = {}
     bits: dict[tuple[int, str], int] = {}
+    cp_async: list[int] = []
     for i, st in enumerate(model.stages):
         if not isinstance(st, CopyModel):
             body.append("  if constexpr (ONLY < 0) __syncthreads();")
@@ -193,7 +204,11 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
             if s.tensor is None:
                 frags.setdefault(s.name, (s.partition.values, ELEM_TYPE[s.elem_bits]))
         legal = {w: (vector_legal or {}).get((i, w), True) for w in ("src", "dst")}
-        body += _copy_lines(st, stage_probe[i], ns, offsets, written, legal, shared_sides)
+        if cp_async_issued(st, legal):
+            cp_async.append(i)
+            body += _cp_async_lines(st, stage_probe[i], ns, offsets, written, shared_sides)
+        else:
+            body += _copy_lines(st, stage_probe[i], ns, offsets, written, legal, shared_sides)
         for s in st.sides():
             if s.tensor is not None:
                 bits[(i, s.which)] = s.vec * s.elem_bits if legal[s.which] and _wide(s) else s.elem_bits
@@ -225,12 +240,27 @@ def behaviour_program(model: KernelModel, probe: ProbeProgram,
           for k in (s.stage for s in probe.stages) for w, mask in (("src", 1), ("dst", 2))),
         ""])
     return BehaviourProgram(probe.uid, src, model.threads, model.grid, at, tuple(buffers),
-                            tuple(s.stage for s in probe.stages), bits, shared_sides)
+                            tuple(s.stage for s in probe.stages), bits, shared_sides, tuple(cp_async))
 
 
 def _wide(s: SideModel) -> bool:
     """Whether one access of the side's vector is one instruction (1, 2, 4, 8 or 16 bytes)."""
     return s.vec * s.elem_bits // 8 in VEC_TYPE and s.vec * s.elem_bits % 8 == 0
+
+
+def cp_async_issued(cp: CopyModel, legal: dict[str, bool]) -> bool:
+    """Whether the behaviour kernels issue stage ``cp`` as ``cp.async``: its copy operation is
+    ``SM80_CP_ASYNC_*`` from a global to a shared tensor, and its declared vector is legal on
+    both sides at these sizes (``legal``) and a width ``cp.async`` moves; otherwise the
+    stage is issued as loads and stores like any other (element by element where the vector
+    is illegal, as the counters then say)."""
+    if not cp.cp_async or not all(legal.values()) or not all(_wide(s) for s in cp.sides()):
+        return False
+    op = cp.src.copy_op if cp.src.cp_async else cp.dst.copy_op
+    assert op is not None
+    cache, _ = cp_async_op(op)
+    return {s.vec * s.elem_bits // 8 for s in cp.sides()} <= set(CP_ASYNC_BYTES[cache]) and \
+        cp.src.vec == cp.dst.vec
 
 
 def _side_ptr(s: SideModel, f: Any, offsets: dict[str, int]) -> str:
@@ -321,6 +351,54 @@ def _copy_lines(cp: CopyModel, sp: StageProbe, ns: str, offsets: dict[str, int],
                     f"    if (tm_key == {SINK_KEY}) tm_sink[tid] = acc;"]
         out.append("    }")
     out.append("  }")
+    return out
+
+
+def _cp_async_lines(cp: CopyModel, sp: StageProbe, ns: str, offsets: dict[str, int], written: set[str],
+                    shared_sides: tuple[tuple[int, str, str], ...]) -> list[str]:
+    """A ``cp.async`` stage: one ``cp.async`` per vector (``LDGSTS``), global src to shared dst,
+    then ``cp.async.commit_group`` and ``cp.async.wait_group 0`` (the stage's data are in
+    shared memory before a barrier or a later stage reads them).  The one instruction is both
+    sides, so every variant of the stage kernel issues it (``SIDES`` 1, 2 or 3): the src and dst
+    variants are the whole stage, and their counters the ``ldgsts`` ones.  Under a predicate an
+    ``SM80_CP_ASYNC_*`` operation is issued by the lanes whose vector is in bounds (CuTe's
+    ``copy_if``, CUTLASS's ``cp_async`` with ``@p``); the ``_ZFILL`` operations are issued by
+    every lane, reading 0 bytes where the predicate is false and zero-filling the destination
+    (``cp_async_zfill``).  Counting follows the performed accesses, as in :func:`_copy_lines`."""
+    V, W = sp.values, sp.width
+    fields = {f.which: f for f in sp.sides}
+    vec = cp.src.vec
+    nbytes = vec * cp.src.elem_bytes
+    op = cp.src.copy_op if cp.src.cp_async else cp.dst.copy_op
+    assert op is not None and cp.src.tensor is not None and cp.dst.tensor is not None
+    cache, zfill = cp_async_op(op)
+    src, dst = cp.src.tensor, cp.dst.tensor
+    gptr = _side_ptr(cp.src, fields["src"], offsets)
+    sptr = _side_ptr(cp.dst, fields["dst"], offsets)
+    count = [f"if (COUNT) atomicAdd(&n_{src.name}[r[{fields['src'].offset_field}]], 1u);"
+             if src.name not in written else "",
+             f"if (COUNT && !r[{fields['dst'].inb_field}]) "
+             f"atomicAdd(&tm_oob[{shared_sides.index((cp.index, 'dst', dst.name))}], 1u);"]
+    counted = (f"          TM_UNROLL for (int k = 0; k < {vec}; ++k) {{ "
+               f"const long long* r = rec + (g + k) * {W}; (void)r; {' '.join(count)} }}")
+    out = [f"  if constexpr (ONLY < 0 || ONLY == {cp.index}) {{  // stage {cp.index}: {cp.name or 'copy'}, "
+           f"{op}: cp.async.{cache} (LDGSTS)",
+           f"    long long rec[{V * W}];",
+           f"    {ns}::{sp.fn}(b, tid, rec);",
+           "    const unsigned mask = __activemask();",
+           "    (void)mask;",
+           f"    TM_UNROLL for (int g = 0; g < {V}; g += {vec}) {{",
+           "      bool all = true;",
+           f"      TM_UNROLL for (int k = 0; k < {vec}; ++k) all = all && rec[(g + k) * {W} + {W - 1}];",
+           f"      const long long* r = rec + g * {W};"]
+    if zfill:
+        out += [f"      tm_cp_async_{cache}{nbytes}_zfill({sptr}, {gptr}, all ? {nbytes} : 0);",
+                "      if (all) {", counted, "      }"]
+    else:
+        out += ["      if (__any_sync(mask, all) && all) {",
+                f"          tm_cp_async_{cache}{nbytes}({sptr}, {gptr});",
+                counted, "      }"]
+    out += ["    }", "    tm_cp_async_wait_all();", "  }"]
     return out
 
 

@@ -309,6 +309,13 @@ int main(int argc, char** argv) {
 """
 
 
+def host_source(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]], device_only: Sequence[str] = ()) -> str:
+    """The one translation unit :func:`run_host` compiles for ``jobs`` (its cached build is
+    ``build_host(host_source(...), defines=("THREADMAP_HOST_MAIN",), archs=...)``)."""
+    programs = list({p.uid: p for p, _, _ in jobs}.values())
+    return translation_unit(programs, host_main=True, device_only=device_only)
+
+
 def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
              archs: Sequence[str] = (), device_only: Sequence[str] = ()) -> list[np.ndarray]:
     """Run stage probes on the CPU (one host program for all of them, compiled once and
@@ -319,8 +326,7 @@ def run_host(jobs: Sequence[tuple[ProbeProgram, StageProbe, np.ndarray]],
     from pathlib import Path
 
     from threadmap.gpu.toolchain import ToolchainError, build_host, run_cached
-    programs = list({p.uid: p for p, _, _ in jobs}.values())
-    source = translation_unit(programs, host_main=True, device_only=device_only)
+    source = host_source(jobs, device_only)
     outs: list[np.ndarray] = []
     with tempfile.TemporaryDirectory(prefix="threadmap_probe_") as tmp:
         args: list[str] = []

@@ -13,7 +13,10 @@ verifier's prediction is set beside the measurement:
   ``smsp__inst_executed_op_shared_{ld,st}.sum``, against the bank check's;
 * the access width: the bits the generated source asks for (the declared vector where the
   verifier finds it legal) beside the widths of the SASS instructions (``cuobjdump -sass``):
-  the compiler may split what the source asks for.
+  the compiler may split what the source asks for;
+* a ``cp.async`` stage (``LDGSTS``, both sides one instruction): each side from the ``ldgsts``
+  counters of the same kernel (``LDGSTS_METRICS``), the global side's sectors per request and
+  the shared side's wavefronts per instruction, "not measured" where this ncu lists none.
 """
 
 from __future__ import annotations
@@ -44,15 +47,57 @@ METRICS = [f"l1tex__t_sectors_pipe_lsu_mem_global_op_{o}.sum" for o in OPS] + \
 #: warp-level SASS instruction counts, where this ncu has them (they leave out instructions
 #: whose lanes are all predicated off, which smsp__inst_executed counts)
 SASS_METRICS = [f"smsp__sass_inst_executed_op_{m}_{o}.sum" for m in ("shared", "global") for o in OPS]
+#: the counters of a cp.async stage (``LDGSTS``: one instruction reads global memory and writes
+#: shared memory), per quantity the ways to read it, first choice first: one metric, or metrics
+#: whose sum it is (the L1-cached ``.ca`` and the bypassing ``.cg`` forms).  Each is asked for
+#: only where ``ncu --query-metrics`` lists it; a quantity none of whose ways was measured is
+#: "not measured".
+LDGSTS_METRICS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sectors": (("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",),
+                ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+    "requests": (("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",),
+                 ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+                  "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+    "instructions": (("smsp__inst_executed_op_ldgsts.sum",),),
+    "sass_instructions": (("smsp__sass_inst_executed_op_ldgsts.sum",), ("sm__sass_inst_executed_op_ldgsts.sum",)),
+    "wavefronts": (("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",),
+                   ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",)),
+    "bank_conflicts": (("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",),),
+}
 
 
-def available_metrics(exe: str) -> list[str]:
-    """METRICS plus those of SASS_METRICS that ``ncu --query-metrics`` lists."""
+def listed(name: str, text: str) -> bool:
+    """Whether ``ncu --query-metrics`` output ``text`` lists metric ``name`` (its base name, the
+    whole word: ``..._op_ldgsts`` is not listed by ``..._op_ldgsts_cache_access``)."""
+    base = name.rsplit(".", 1)[0]
+    return re.search(rf"(?<![\w]){re.escape(base)}(?![\w])", text) is not None
+
+
+def available_metrics(exe: str, cp_async: bool = True) -> list[str]:
+    """METRICS plus those of SASS_METRICS that ``ncu --query-metrics`` lists, and (``cp_async``)
+    per quantity of LDGSTS_METRICS its first way whose metrics are all listed (an unknown metric
+    fails the whole ncu run, so no more are asked for than needed)."""
     try:
         text = subprocess.run([exe, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         text = ""
-    return METRICS + [m for m in SASS_METRICS if m.rsplit(".", 1)[0] in text]
+    extra = [m for m in SASS_METRICS if listed(m, text)]
+    for ways in LDGSTS_METRICS.values() if cp_async else ():
+        extra += next((list(way) for way in ways if all(listed(m, text) for m in way)), [])
+    return METRICS + list(dict.fromkeys(extra))
+
+
+def ldgsts(row: dict[str, str], quantity: str) -> float | None:
+    """A cp.async quantity of one kernel's row: the first of its ways whose every metric was
+    measured, summed; None when none was."""
+    for way in LDGSTS_METRICS[quantity]:
+        vals = [_num(row.get(m)) for m in way]
+        if all(v is not None for v in vals):
+            return float(sum(v for v in vals if v is not None))
+    return None
+
+
 SASS_OP = {("global", "src"): "LDG", ("global", "dst"): "STG", ("shared", "src"): "LDS", ("shared", "dst"): "STS"}
 #: relative difference under which a measured ratio equals the predicted one (float printing)
 TOLERANCE = 1e-6
@@ -159,22 +204,32 @@ def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
         return [], ["ncu not found: no counters measured"]
     kernels = stage_kernels(items)
     timeout = timeout or max(540.0, 2.0 * len(kernels))
+    metrics = available_metrics(exe, any(it.behaviour and it.behaviour.cp_async_stages for it in items))
     with tempfile.TemporaryDirectory(prefix="threadmap_ncu_") as tmp:
         order_path, lp, kp = Path(tmp) / "order.json", Path(tmp) / "legal.json", Path(tmp) / "kernels.json"
         lp.write_text(json.dumps(legal))
         kp.write_text(json.dumps(kernels))
-        cmd = [exe, "--clock-control", "none", "--target-processes", "all",
-               "-k", r"regex:^tm_.*_stage[0-9]+(_src|_dst)?(_solo)?$", "--metrics", ",".join(available_metrics(exe)),
-               "--csv", "--page", "raw",
-               sys.executable, "-m", "threadmap.gpu.execute", "stages", str(order_path), str(lp), str(kp),
-               *sorted({it.path for it in items})]
+
+        def run(metrics: list[str]) -> subprocess.CompletedProcess[str]:
+            cmd = [exe, "--clock-control", "none", "--target-processes", "all",
+                   "-k", r"regex:^tm_.*_stage[0-9]+(_src|_dst)?(_solo)?$", "--metrics", ",".join(metrics),
+                   "--csv", "--page", "raw",
+                   sys.executable, "-m", "threadmap.gpu.execute", "stages", str(order_path), str(lp), str(kp),
+                   *sorted({it.path for it in items})]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
+            proc = run(metrics)
+            asked = [m for m in metrics if "ldgsts" in m]
+            if proc.returncode != 0 and asked:
+                # a listed ldgsts metric this ncu will not collect must not cost every other counter
+                notes.append(f"ncu failed with the ldgsts metrics ({', '.join(asked)}): cp.async sides not "
+                             f"measured: {(proc.stderr or proc.stdout)[-600:]}")
+                proc = run([m for m in metrics if m not in asked])
         except subprocess.TimeoutExpired:
             return [], [f"ncu ran past {timeout:.0f} s: no counters"]
         _keep_log("ncu.csv", proc.stdout)
         if proc.returncode != 0 or not order_path.exists():
-            return [], [f"ncu failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}"]
+            return [], [*notes, f"ncu failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}"]
         rows = {r.get("Kernel Name", "").split("(")[0].strip(): r for r in parse_ncu_csv(proc.stdout)}
     out: list[StageCounters] = []
     for it in items:
@@ -198,22 +253,24 @@ def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
                 if side.tensor is None or side.memory not in ("global", "shared"):
                     continue
                 solo = rows.get(it.behaviour.stage_kernel(st, side.which, True))
-                sd = _side(it, res, st, side, solo or {},
+                sd = side_counters(it, res, st, side, solo or {},
                            sass_widths(cubin, it.behaviour.stage_kernel(st, side.which, True)))
                 alone = rows.get(it.behaviour.stage_kernel(st, side.which)) or {}
-                sd.measured_concurrent = _side(it, res, st, side, alone, sass).measured
-                sd.measured_in_stage = _side(it, res, st, side, row, sass).measured
+                sd.measured_concurrent = side_counters(it, res, st, side, alone, sass).measured
+                sd.measured_in_stage = side_counters(it, res, st, side, row, sass).measured
                 sc.sides.append(sd)
             out.append(sc)
     return out, notes
 
 
-def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any, row: dict[str, str],
-          sass: dict[str, list[int]]) -> SideCounters:
+def side_counters(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any,
+                  row: dict[str, str], sass: dict[str, list[int]]) -> SideCounters:
     """One side's prediction (``res``: the verifier's results by check, stage and side) beside
     one kernel's counters (``row``) and SASS widths."""
     op = "ld" if side.which == "src" else "st"
     bits = it.behaviour.access_bits.get((stage, side.which), side.elem_bits)
+    if stage in it.behaviour.cp_async_stages:
+        return _ldgsts_side(res, stage, side, row, sass, bits)
     sd = SideCounters(side=side.which, memory=side.memory, op=op,
                       metric="sectors_per_request" if side.memory == "global" else "wavefronts_per_instruction",
                       source_bits=bits, sass_bits=sass.get(SASS_OP[(side.memory, side.which)], []))
@@ -249,4 +306,43 @@ def _side(it: Any, res: dict[tuple[str, int | None, str | None], Any], stage: in
         same = abs(sd.predicted - sd.measured) <= TOLERANCE * max(1.0, abs(sd.predicted))
         width_ok = not sd.sass_bits or sd.sass_bits == [bits]
         sd.agrees = same and width_ok
+    return sd
+
+
+def _ldgsts_side(res: dict[tuple[str, int | None, str | None], Any], stage: int, side: Any, row: dict[str, str],
+                 sass: dict[str, list[int]], bits: int) -> SideCounters:
+    """One side of a cp.async stage: the one ``LDGSTS`` instruction measured from its global side
+    (sectors per request) or its shared side (wavefronts per instruction), with the
+    ``LDGSTS_METRICS``; "not measured" where this ncu has none of a quantity's metrics."""
+    sd = SideCounters(side=side.which, memory=side.memory, op="ldgsts",
+                      metric="sectors_per_request" if side.memory == "global" else "wavefronts_per_instruction",
+                      source_bits=bits, sass_bits=sass.get("LDGSTS", []))
+    issued, sass_inst = ldgsts(row, "instructions"), ldgsts(row, "sass_instructions")
+    if side.memory == "global":
+        r = res.get(("coalescing", stage, side.which))
+        if r is not None and hasattr(r.summary, "requests"):
+            sd.predicted_raw = {"sectors": r.summary.sectors, "requests": r.summary.requests}
+            sd.predicted = r.summary.sectors / r.summary.requests if r.summary.requests else 0.0
+        num, den, what = ldgsts(row, "sectors"), ldgsts(row, "requests"), "global sectors or requests"
+        sd.measured_raw = {"sectors": num or 0.0, "requests": den or 0.0}
+    else:
+        r = res.get(("bank_conflicts", stage, side.which))
+        if r is not None and hasattr(r.summary, "wavefronts"):
+            sd.predicted_raw = {"wavefronts": r.summary.wavefronts, "instructions": r.summary.instructions}
+            sd.predicted = r.summary.wavefronts / r.summary.instructions if r.summary.instructions else 0.0
+        num, den, what = ldgsts(row, "wavefronts"), sass_inst if sass_inst is not None else issued, \
+            "shared wavefronts"
+        sd.measured_raw = {"wavefronts": num or 0.0, "instructions": den or 0.0}
+        conflicts = ldgsts(row, "bank_conflicts")
+        if conflicts is not None:
+            sd.measured_raw["bank_conflicts"] = conflicts
+    sd.measured_raw.update({"issued": issued or 0.0, "sass_instructions": sass_inst or 0.0})
+    if num is None or den is None:
+        if row:
+            sd.note = f"not measured: this ncu has no LDGSTS {what} metric"
+        return sd
+    sd.measured = num / den if den else 0.0
+    if sd.predicted is not None:
+        same = abs(sd.predicted - sd.measured) <= TOLERANCE * max(1.0, abs(sd.predicted))
+        sd.agrees = same and (not sd.sass_bits or sd.sass_bits == [bits])
     return sd

@@ -90,7 +90,7 @@ class SideCounters(ReportModel):
 
     side: str
     memory: str
-    op: str                 # ld | st
+    op: str                 # ld | st | ldgsts (a cp.async stage: one instruction, both sides)
     metric: str             # sectors_per_request | wavefronts_per_instruction
     predicted: float | None = None
     measured: float | None = Field(None, description="measured in a kernel that runs this side alone, one CTA per "

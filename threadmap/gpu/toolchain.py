@@ -56,19 +56,9 @@ def cutlass_include() -> Path | None:
 TOOL_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute")
 
 
-def wheel_tool_dirs() -> list[Path]:
-    """The ``bin`` folders of NVIDIA's PyPI tool wheels (``nvidia-cuda-cuobjdump``,
-    ``nvidia-cuda-nvdisasm``: ``nvidia/cu13/bin``), found without importing them."""
-    spec = importlib.util.find_spec("nvidia")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return sorted(Path(loc) / cu / "bin" for loc in spec.submodule_search_locations
-                  for cu in ("cu13", "cu12") if (Path(loc) / cu / "bin").is_dir())
-
-
 def find_tool(name: str) -> str | None:
     """A CUDA tool (nvcc, cuobjdump, nvdisasm, ncu, compute-sanitizer): on PATH, else in
-    TOOL_DIRS, else in NVIDIA's PyPI tool wheels."""
+    TOOL_DIRS, else in an NVIDIA tool wheel's ``bin``."""
     found = shutil.which(name)
     if found:
         return found
@@ -77,6 +67,16 @@ def find_tool(name: str) -> str | None:
         if p.exists():
             return str(p)
     return None
+
+
+def wheel_tool_dirs() -> list[Path]:
+    """The ``bin`` folders of NVIDIA's PyPI tool wheels (``nvidia-cuda-cuobjdump`` puts
+    cuobjdump and nvdisasm in ``nvidia/cu13/bin``), found without importing them."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(p for root in spec.submodule_search_locations for p in Path(str(root)).glob("cu*/bin")
+                  if p.is_dir())
 
 
 def nvcc() -> str | None:
@@ -228,14 +228,22 @@ def build_cubin(source: str, arch: str) -> Path:
 def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
     """The access widths (bits) of a kernel's global and shared loads and stores in its SASS
     (``cuobjdump -sass``): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent."""
-    import re
-
     exe = find_tool("cuobjdump")
     if exe is None:
         return {}
     proc = subprocess.run([exe, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, timeout=600)
+    return parse_sass_widths(proc.stdout)
+
+
+def parse_sass_widths(sass: str) -> dict[str, list[int]]:
+    """The widths (bits) of the LDG, STG, LDS, STS and LDGSTS (``cp.async``) instructions of SASS
+    text, by opcode; whole opcodes only (``LDGDEPBAR`` and ``LDSM`` are none of them), and not
+    the never-executed ones (``@!PT LDS RZ, [RZ]``: padding ptxas puts beside LDGSTS on sm_90)."""
+    import re
+
     out: dict[str, set[int]] = {}
-    for m in re.finditer(r"\b(LDG|STG|LDS|STS)((?:\.[A-Z0-9_]+)*)", proc.stdout):
+    text = "\n".join(ln for ln in sass.splitlines() if not re.search(r"@!PT\s", ln))
+    for m in re.finditer(r"\b(LDGSTS|LDG|STG|LDS|STS)(?![A-Z0-9_])((?:\.[A-Z0-9_]+)*)", text):
         tokens = set(m.group(2).split("."))
         bits = 128 if "128" in tokens else 64 if "64" in tokens else 16 if tokens & {"U16", "S16"} else \
             8 if tokens & {"U8", "S8"} else 32

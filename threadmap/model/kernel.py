@@ -104,10 +104,18 @@ class SideModel:
     at_affine: tuple[Affine, ...] | None  # the same, as affine forms in bx, by, bz (None: not affine)
     elem_bits: int
     instruction: str              # what one instruction is (atom, vector width) for reports
+    #: the sized copy operation one access is, by CuTe's name (the side's tiled_copy atom or
+    #: the stage's ``atom``), e.g. ``SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>``; None: not named
+    copy_op: str | None = None
 
     @property
     def elem_bytes(self) -> int:
         return max(1, self.elem_bits // 8)
+
+    @property
+    def cp_async(self) -> bool:
+        """Whether the side's instruction is SM80 ``cp.async`` (``LDGSTS``)."""
+        return self.copy_op is not None and self.copy_op.startswith(CP_ASYNC_PREFIX)
 
     @property
     def vec(self) -> int:
@@ -135,6 +143,14 @@ class CopyModel:
 
     def sides(self) -> tuple[SideModel, SideModel]:
         return (self.src, self.dst)
+
+    @property
+    def cp_async(self) -> bool:
+        """Whether the copy is one ``cp.async`` per access (``LDGSTS``: global to shared, both
+        sides one instruction): a side names an ``SM80_CP_ASYNC_*`` operation, the source is a
+        global tensor and the destination a shared one."""
+        return (any(s.cp_async for s in self.sides()) and self.src.memory == "global"
+                and self.dst.memory == "shared")
 
 
 StageModel = CopyModel | Literal["barrier"]
@@ -320,6 +336,7 @@ class _Builder:
                                             "i of a thread's src fragment is copied to element i of its dst")
         nv = next(iter(nvals.values()))
         vecs = self.vectors(i, cp, memory_parts, tensors)
+        stage_op = self.stage_op(base, cp)
         sides: dict[str, SideModel] = {}
         for which in ("src", "dst"):
             side = getattr(cp, which)
@@ -345,11 +362,60 @@ class _Builder:
                 continue
             assert part is not None and side.tensor is not None
             t = tensors[side.tensor]
+            bits = vecs[which] * t.elem_bits
+            op = stage_op.name if stage_op is not None and side.tiled_copy is None else \
+                self.sized_op(side)
+            if stage_op is not None and side.tiled_copy is None:
+                self.check_stage_atom(base, cp.atom, stage_op, which, bits, t)
             sides[which] = SideModel(i, w, path, t.memory, t.name, t, part.with_vec(vecs[which]),
                                      self.tile(i, which, side, t), self.parsed.sides[(i, which)].at,
                                      self.affine_at(i, which), t.elem_bits,
-                                     self.describe(side, vecs[which] * t.elem_bits))
+                                     self.describe(side, bits, cp.atom), op)
+        if stage_op is not None and stage_op.name.startswith(CP_ASYNC_PREFIX) and \
+                (sides["src"].memory, sides["dst"].memory) != ("global", "shared"):
+            raise self.fail((*base, "atom"), f"{stage_op.name} copies global memory to shared memory; this "
+                                             f"copy goes from {sides['src'].memory} to {sides['dst'].memory}")
         return CopyModel(i, cp.name, sides["src"], sides["dst"], cp.predicate)
+
+    def stage_op(self, base: tuple[Any, ...], cp: Any) -> L.CopyOp | None:
+        """The stage's ``atom`` (None when not given), located when unknown, not a one-thread
+        sized copy, or beside a tiled_copy that names another operation."""
+        if cp.atom is None:
+            return None
+        path = (*base, "atom")
+        op = self.named_atom(L.get_copy_op, cp.atom, path, "copy")
+        if _auto(op.name):
+            raise self.fail(path, f"{cp.atom} picks its width from the layouts and names no instruction; give a "
+                                  "sized copy operation (UniversalCopy<T>, SM80_CP_ASYNC_CACHEGLOBAL<T>, ...) "
+                                  "or vector_bits")
+        if L.size(op.thr_id) != 1 or op.src_reg_bits != op.dst_reg_bits:
+            raise self.fail(path, f"{op.name} is a warp-wide copy whose sides move different values per thread; "
+                                  "give it as a tiled_copy atom (layout_tv and tiler)")
+        for which in ("src", "dst"):
+            tc = getattr(cp, which).tiled_copy
+            if tc is not None:
+                other = self.named_atom(L.get_copy_op, tc.atom, (*base, which, "tiled_copy", "atom"), "copy")
+                if other.name != op.name:
+                    raise self.fail(path, f"the {which} side's tiled_copy names its own copy operation "
+                                          f"({other.name}); a stage's atom is for sides without one")
+        return op
+
+    def check_stage_atom(self, base: tuple[Any, ...], name: str | None, op: L.CopyOp, which: str, bits: int,
+                         t: TensorModel) -> None:
+        """A stage atom's width is the width of every access of the side it names."""
+        if op.src_reg_bits != bits:
+            raise self.fail((*base, "atom"), f"{name} moves {op.src_reg_bits} bits per instruction, but the "
+                                             f"{which} side accesses {bits} bits ({bits // t.elem_bits} x "
+                                             f"{t.elem_bits}-bit {t.name}) per instruction")
+
+    def sized_op(self, side: Side) -> str | None:
+        """The C++ name of a side's sized tiled_copy operation (None: auto-vectorizing or none)."""
+        if side.tiled_copy is None or _auto(side.tiled_copy.atom):
+            return None
+        try:
+            return str(L.get_copy_op(side.tiled_copy.atom).name)
+        except (ThreadmapError, ValueError, ArithmeticError):
+            return None
 
     @staticmethod
     def _has_partition(side: Side) -> bool:
@@ -363,9 +429,13 @@ class _Builder:
         return ELEMENT_BITS[self.spec.element]
 
     @staticmethod
-    def describe(side: Side, bits: int) -> str:
+    def describe(side: Side, bits: int, atom: str | None = None) -> str:
         if side.tiled_copy is not None:
             return f"{side.tiled_copy.atom}, {bits}-bit"
+        if atom is not None:
+            how = side.thread_map.name if side.thread_map is not None else \
+                f"{side.mma.atom} operand {side.mma.operand}" if side.mma is not None else "threads"
+            return f"{atom} ({how}), {bits}-bit"
         if side.thread_map is not None:
             return f"{side.thread_map.name}, {bits}-bit"
         if side.mma is not None:
@@ -681,6 +751,10 @@ def offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
         k = max(int(hi).bit_length(), int(nbits))
         return Interval(0, (1 << k) - 1)
     return off
+
+
+#: the CuTe names of SM80 ``cp.async`` copy operations (``SM80_CP_ASYNC_CACHEGLOBAL<T>``, ...)
+CP_ASYNC_PREFIX = "SM80_CP_ASYNC_"
 
 
 def _auto(atom: str) -> bool:

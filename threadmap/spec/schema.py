@@ -161,6 +161,10 @@ class CopyStage(_Model):
     vector_bits: Literal[8, 16, 32, 64, 128] | None = Field(
         None, description="widest vector a plain (threads) partition may use; default scalar, "
                           "as CuTe's copy() on dynamic global layouts")
+    atom: str | None = Field(
+        None, description="the copy operation every access of this copy is, by CuTe's name, for sides "
+                          "without a tiled_copy (thread_map, threads, mma), e.g. "
+                          "SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>; its width must equal the stage's access width")
     name: str | None = None
 
 
