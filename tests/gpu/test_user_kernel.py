@@ -15,7 +15,6 @@ import pytest
 from tests.support.cxx_oracle import cannot_run
 from threadmap.gpu.toolchain import find_tool, nvcc
 from threadmap.gpu.user import (
-    INSTRUCTION_METRICS,
     KIND_METRICS,
     UserKernelError,
     compare,
@@ -59,7 +58,6 @@ def _row(kinds, scale: float = 1.0, extra_instructions: int = 0) -> dict[str, st
         n, d = KIND_METRICS[(k.memory, k.op)]
         row[n] = f"{k.predicted * k.predicted_instructions * scale:,.0f}"
         row[d] = str(k.predicted_instructions + extra_instructions)
-        row[INSTRUCTION_METRICS[(k.memory, k.op)]] = str(k.predicted_instructions + extra_instructions)
     return row
 
 

@@ -53,12 +53,16 @@ SASS_METRICS = [f"smsp__sass_inst_executed_op_{m}_{o}.sum" for m in ("shared", "
 #: only where ``ncu --query-metrics`` lists it; a quantity none of whose ways was measured is
 #: "not measured".
 LDGSTS_METRICS: dict[str, tuple[tuple[str, ...], ...]] = {
+    # the H200's ncu has no ldgsts sector or request metric: it counts an LDGSTS's global reads
+    # with the global loads (a cp.async stage kernel issues no other global load)
     "sectors": (("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",),
                 ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
-                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"),
+                ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",)),
     "requests": (("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",),
                  ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
-                  "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+                  "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum"),
+                 ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",)),
     "instructions": (("smsp__inst_executed_op_ldgsts.sum",),),
     "sass_instructions": (("smsp__sass_inst_executed_op_ldgsts.sum",), ("sm__sass_inst_executed_op_ldgsts.sum",)),
     "wavefronts": (("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",),

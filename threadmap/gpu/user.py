@@ -36,26 +36,27 @@ from threadmap.gpu.report import ReportModel
 from threadmap.gpu.toolchain import find_tool
 from threadmap.report.model import CompiledKernel, CompiledSide
 
-#: (memory, op) of each kind of instruction: its counters (numerator, denominator)
+#: (memory, op) of each kind of instruction: its counters (numerator, denominator).  Shared
+#: wavefronts are the per-instruction (SASS) count: the L1 pipe's own count also holds what
+#: other CTAs on the SM cost (a few per cent more at full occupancy, run to run; kept beside it).
+#: An LDGSTS's global reads are counted with the global loads on the H200 (no ldgsts sector
+#: metric), so a kernel's LDG and LDGSTS are one kind.
 KIND_METRICS: dict[tuple[str, str], tuple[str, str]] = {
-    ("shared", "ld"): ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    ("shared", "ld"): ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
                        "smsp__sass_inst_executed_op_shared_ld.sum"),
-    ("shared", "st"): ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    ("shared", "st"): ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
                        "smsp__sass_inst_executed_op_shared_st.sum"),
     ("global", "ld"): ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
     ("global", "st"): ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
                        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
-    ("global", "ldgsts"): ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
-                           "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"),
+    ("shared", "ldgsts"): ("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
+                           "smsp__sass_inst_executed_op_ldgsts.sum"),
 }
-#: warp instructions of each kind (a check of the denominators above)
-INSTRUCTION_METRICS = {
-    ("shared", "ld"): "smsp__sass_inst_executed_op_shared_ld.sum",
-    ("shared", "st"): "smsp__sass_inst_executed_op_shared_st.sum",
-    ("global", "ld"): "smsp__sass_inst_executed_op_global_ld.sum",
-    ("global", "st"): "smsp__sass_inst_executed_op_global_st.sum",
-    ("global", "ldgsts"): "smsp__sass_inst_executed_op_ldgsts.sum",
+#: counted beside the comparison: the L1 pipe's shared wavefronts with the other CTAs' share
+CONTENDED_METRICS = {
+    ("shared", "ld"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    ("shared", "st"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
 }
 
 
@@ -72,7 +73,8 @@ class KindCounts(ReportModel):
     metric: Literal["wavefronts_per_instruction", "sectors_per_request"]
     predicted_instructions: int | None = None
     predicted: float | None = None
-    measured_instructions: float | None = None
+    measured_instructions: float | None = Field(None, description="warp instructions (shared) or requests "
+                                                                   "(global) measured")
     measured: float | None = None
     measured_raw: dict[str, float] = Field(default_factory=dict)
     agrees: bool | None = None
@@ -97,20 +99,19 @@ class UserKernelRun(ReportModel):
 
 
 def _op(cs: CompiledSide) -> tuple[str, str]:
-    if cs.instructions and cs.instructions[0].split()[1].startswith("LDGSTS"):
-        return ("global", "ldgsts")
-    return (cs.memory, "ld" if cs.side == "src" else "st")
+    async_ = bool(cs.instructions) and cs.instructions[0].split()[1].startswith("LDGSTS")
+    if cs.memory == "shared":
+        return ("shared", "ldgsts") if async_ else ("shared", "ld" if cs.side == "src" else "st")
+    return ("global", "ld" if cs.side == "src" else "st")
 
 
 def predicted_kinds(ck: CompiledKernel) -> list[KindCounts]:
-    """The compiled prediction summed per kind of instruction (a cp.async stage's shared side
-    is its global side's instruction: counted once, as LDGSTS)."""
+    """The compiled prediction summed per kind of instruction (a cp.async stage's global side
+    is counted with the global loads, its shared side as the LDGSTS's shared writes)."""
     out: dict[tuple[str, str], KindCounts] = {}
     nums: dict[tuple[str, str], float] = {}
     for cs in ck.sides:
         key = _op(cs)
-        if key == ("global", "ldgsts") and cs.memory == "shared":
-            continue
         shared = key[0] == "shared"
         k = out.setdefault(key, KindCounts(memory=key[0], op=key[1], sides=[],
                                            metric="wavefronts_per_instruction" if shared else "sectors_per_request",
@@ -131,7 +132,8 @@ def predicted_kinds(ck: CompiledKernel) -> list[KindCounts]:
 
 
 def compare(kinds: list[KindCounts], row: dict[str, str]) -> None:
-    """Set each kind's measurement from one ncu row, and whether it equals the prediction."""
+    """Set each kind's measurement from one ncu row, and whether it equals the prediction (the
+    ratio and its denominator: instructions for shared memory, requests for global memory)."""
     def num(name: str) -> float | None:
         v = row.get(name)
         try:
@@ -140,12 +142,15 @@ def compare(kinds: list[KindCounts], row: dict[str, str]) -> None:
             return None
     for k in kinds:
         n_name, d_name = KIND_METRICS[(k.memory, k.op)]
-        n, d, inst = num(n_name), num(d_name), num(INSTRUCTION_METRICS[(k.memory, k.op)])
+        n, d = num(n_name), num(d_name)
         if n is None or d is None:
             k.note = (k.note + "; " if k.note else "") + f"not measured ({n_name} or {d_name} missing)"
             continue
         k.measured_raw.update({n_name: n, d_name: d})
-        k.measured_instructions = inst if inst is not None else d
+        contended = CONTENDED_METRICS.get((k.memory, k.op))
+        if contended and num(contended) is not None:
+            k.measured_raw[contended] = num(contended) or 0.0
+        k.measured_instructions = d
         k.measured = n / d if d else 0.0
         if k.predicted is not None and k.predicted_instructions is not None:
             k.agrees = abs(k.measured - k.predicted) <= TOLERANCE * max(1.0, abs(k.predicted)) and \
@@ -166,7 +171,7 @@ def launcher_command(spec: str) -> list[str]:
 def ncu_command(exe: str, mangled: str, command: Sequence[str]) -> list[str]:
     """Nsight Compute on the first launch of the kernel with this mangled name (the one the
     SASS was read from)."""
-    metrics = sorted({m for pair in KIND_METRICS.values() for m in pair} | set(INSTRUCTION_METRICS.values()))
+    metrics = sorted({m for pair in KIND_METRICS.values() for m in pair} | set(CONTENDED_METRICS.values()))
     return [exe, "--clock-control", "none", "--target-processes", "all", "--kernel-name-base", "mangled",
             "-k", f"regex:^{re.escape(mangled)}$", "-c", "1", "--metrics", ",".join(metrics),
             "--csv", "--page", "raw", *command]
