@@ -1,7 +1,7 @@
 """``verify --kernel``: the SASS reader and the mapping of a compiled kernel's instructions to
 the spec's stage sides, on kernels compiled here for sm_80 and sm_90 (no GPU needed).
 
-The kernels (tests/gpu/compiled/row_rvectorized_twins.cu) are plain CUDA twins of
+The kernels (tests/gpu/compiled/twins.cu) are plain CUDA twins of
 specs/cute_transpose/row_rvectorized.yaml that differ in what nvcc makes of stage 2's four
 scalar shared loads: merged into one LDS.128, kept apart (volatile), in a loop, with an
 extra load, and stage 0 as cp.async.  The counts the mapping predicts at the compiled width
@@ -28,7 +28,7 @@ from threadmap.hardware import wavefronts
 from threadmap.model import build_model
 
 ROOT = Path(__file__).resolve().parents[2]
-TWINS = ROOT / "tests" / "gpu" / "compiled" / "row_rvectorized_twins.cu"
+TWINS = ROOT / "tests" / "gpu" / "compiled" / "twins.cu"
 SPEC = ROOT / "specs" / "cute_transpose" / "row_rvectorized.yaml"
 ARCHS = ("sm_80", "sm_90")
 SIZES = {"M": 1024, "N": 1024}

@@ -24,7 +24,7 @@ from threadmap.gpu.user import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-TWINS = ROOT / "tests" / "gpu" / "compiled" / "row_rvectorized_twins.cu"
+TWINS = ROOT / "tests" / "gpu" / "compiled" / "twins.cu"
 SPEC = ROOT / "specs" / "cute_transpose" / "row_rvectorized.yaml"
 
 

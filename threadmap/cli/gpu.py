@@ -35,7 +35,8 @@ from threadmap.cli.common import UsageError, echo_errors, output, parse_sizes, r
                    "(\"./transpose 1024 1024\"); one launch of --kernel-name under Nsight Compute")
 @click.option("--launcher", default=None,
               help="measure a kernel launched from Python: module:function (called with no arguments)")
-@click.option("--kernel-name", default=None, help="a substring of the measured kernel's name (--exe, --launcher)")
+@click.option("-k", "--kernel-name", default=None,
+              help="a substring of the measured kernel's name (--exe, --launcher; as ncu's -k)")
 @click.option("--kernel", "kernel_file", default=None, type=click.Path(dir_okay=False),
               help="where the kernel's SASS is (.cu, .cubin, object or executable); default: the --exe program")
 @click.option("--arch", default="sm_90", show_default=True, help="the SASS architecture (--exe, --launcher)")

@@ -164,7 +164,8 @@ def run_engine(files: list[Path], missing: list[Any], engine: str, *, sizes: dic
               help="the compiled kernel: a .cu file (compiled with nvcc -O3 for --arch, cached), a .cubin, or "
                    "an object or executable with embedded cubins; its SASS memory instructions are mapped to "
                    "the stage sides and the counts predicted at the compiled widths (no GPU needed)")
-@click.option("--kernel-name", default=None, help="a substring of the kernel's mangled or demangled name")
+@click.option("-k", "--kernel-name", default=None,
+              help="a substring of the kernel's mangled or demangled name (as ncu's -k)")
 @click.option("--arch", default="sm_90", show_default=True, help="the architecture to compile or pick (--kernel)")
 def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes: str | None, checks: str | None,
                exhaustive: bool, engine: str, timeout: float, details: bool | None, verbose: bool,
@@ -177,8 +178,7 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
       threadmap verify specs/cute_transpose/row_smem.yaml
       threadmap verify specs/planted/off_by_one_grid.yaml --sizes M=1000,N=1000 --checks predicates
       threadmap verify specs/ --check-expected --format sarif -o /tmp/threadmap.sarif
-      threadmap verify specs/cute_transpose/row_rvectorized.yaml \\
-          --kernel examples/cute_transpose/row_rvectorized.cu --kernel-name row_rvectorized
+      threadmap verify specs/cute_transpose/row_rvectorized.yaml --kernel tests/gpu/compiled/twins.cu -k rr_merged
 
     One spec gets a table per size environment; a directory or several specs one line per
     spec run (verdict, path, failing checks), then the summary (--details: the tables).
