@@ -10,9 +10,11 @@ take the kernel's instructions of that kind in program order: a side moves ``val
 bits per thread, so it takes instructions until their widths add up to that.  A side is
 
 * ``mapped`` when the instructions of its kind split exactly that way and its own are of one
-  width;
+  width (the one side of its kind inside a loop takes all of them: its count per thread is
+  then not static);
 * ``ambiguous`` when they do not (widths that do not add up, mixed widths, several sides of
-  one kind inside a loop, generic ``LD``/``ST`` that could be either space): the declared
+  one kind inside a loop, instructions left over -- an unrelated load of the kind is not
+  told apart from the side's own --, generic ``LD``/``ST`` that could be either space): the declared
   width is kept for it and the report says so -- never a guess;
 * ``missing`` when the kernel has no instruction of its kind.
 
@@ -65,7 +67,7 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
     """The kernel of ``path`` (a ``.cu`` compiled for ``arch``, a cubin, or an object or
     executable with embedded cubins) whose mangled or demangled name contains ``name``."""
     if not path.is_file():
-        raise KernelNotFound(f"{path}: no such file")
+        raise KernelNotFound(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
     binary = build_user_cubin(path, arch) if path.suffix in SOURCE_SUFFIXES else path
     kernels = parse_sass(disassemble(binary))
     for k, d in zip(kernels, demangle([k.name for k in kernels]), strict=True):
@@ -73,16 +75,19 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
     if not kernels:
         raise KernelNotFound(f"{path}: no kernel code (SASS) in it")
     archs = sorted({k.arch for k in kernels})
-    if arch in archs:
-        kernels = [k for k in kernels if k.arch == arch]
-    elif len(archs) > 1:
-        raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch)")
+    # the arch asked for, or its arch-specific variant (sm_90a is sm_90's instruction set);
+    # never another architecture's code: its widths and counts may differ
+    picked = [a for a in archs if a == arch] or [a for a in archs if a.rstrip("af") == arch]
+    if len(picked) != 1:
+        raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch picks one)")
+    kernels = [k for k in kernels if k.arch == picked[0]]
     found = [k for k in kernels if name is None or k.matches(name)]
     listing = "; ".join(k.demangled or k.name for k in kernels)
     if not found:
         raise KernelNotFound(f"{path}: no kernel's name contains {name!r} (kernels: {listing})")
     if len(found) > 1:
-        raise KernelNotFound(f"{path}: {len(found)} kernels match {name!r} (--kernel-name picks one: {listing})")
+        which = f"{len(found)} kernels match {name!r}" if name is not None else f"holds {len(found)} kernels"
+        raise KernelNotFound(f"{path}: {which} (--kernel-name picks one by a substring of its name: {listing})")
     return found[0]
 
 
@@ -102,7 +107,8 @@ def assign_sides(sides: Sequence[SideModel], instrs: Sequence[MemoryInstruction]
     each side moves per thread; ({}, why) when they do not split exactly."""
     if len(sides) > 1 and any(m.in_loop for m in instrs):
         return {}, "several sides of this kind and the instructions are in a loop: their split is not static"
-    if len(sides) == 1:
+    if len(sides) == 1 and any(m.in_loop for m in instrs):
+        # one side: every instruction of its kind is its own, but the loop hides how many a thread issues
         return {(sides[0].stage, sides[0].which): list(instrs)}, ""
     out: dict[tuple[int, str], list[MemoryInstruction]] = {}
     i = 0
