@@ -354,3 +354,18 @@ def test_a_fifo_is_not_a_kernel_file(tmp_path: Path) -> None:
 def test_cli_verify_kernel_refuses_an_empty_file_name() -> None:
     p = _cli("verify", str(SPEC), "--kernel", "")
     assert p.returncode == 2 and "--kernel: give the kernel's file" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_verify_kernel_in_junit_has_a_testcase_per_compiled_side() -> None:
+    import xml.etree.ElementTree as ET
+
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), "--kernel-name", "rr_merged", "--format", "junit")
+    assert p.returncode == 1, p.stderr  # the spec's own bank-conflict failure; the compiled warnings fail nothing
+    cases = {c.get("name"): c for c in ET.fromstring(p.stdout).iter("testcase")}
+    assert {n for n in cases if n and n.startswith("compiled[")} == \
+        {"compiled[0.src]", "compiled[0.dst]", "compiled[2.src]", "compiled[2.dst]"}
+    s2 = cases["compiled[2.src]"]
+    assert s2.find("failure") is None
+    out = s2.findtext("system-out") or ""
+    assert "LDS.128" in out and "8192 x 32 wavefronts" in out and "4 accesses of a thread merged" in out
