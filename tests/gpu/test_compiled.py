@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.cxx_oracle import cannot_run
 from threadmap.api import load, verify_spec
-from threadmap.gpu.compiled import KernelNotFound, analyse, assign_sides, load_kernel
+from threadmap.gpu.compiled import KernelNotFound, analyse, assign_sides, load_kernel, pick_kernel
 from threadmap.gpu.sass import Instruction, Kernel, MemoryInstruction, parse_sass
 from threadmap.gpu.toolchain import ToolchainError, build_user_cubin, disassemble, find_tool, nvcc
 from threadmap.hardware import wavefronts
@@ -369,3 +369,18 @@ def test_cli_verify_kernel_in_junit_has_a_testcase_per_compiled_side() -> None:
     assert s2.find("failure") is None
     out = s2.findtext("system-out") or ""
     assert "LDS.128" in out and "8192 x 32 wavefronts" in out and "4 accesses of a thread merged" in out
+
+
+def test_a_whole_kernel_name_picks_it_though_it_is_part_of_another() -> None:
+    _kernel("rr_merged", "sm_90")
+    assert load_kernel(TWINS, "rr_loop", "sm_90").name == "rr_loop"
+    text = "\tcode for sm_90\n" + "".join(f"\t\tFunction : {n}\n  /*0000*/  EXIT ;\n" for n in ("k", "k2", "_Z1kPf"))
+    ks = parse_sass(text)
+    ks[2].demangled = "k(float*)"
+    assert [k.named("k") for k in ks] == [True, False, True]
+    assert [k.named("k(float*)") for k in ks] == [False, False, True]
+    assert not any(k.named("k2(") for k in ks) and ks[1].named("k2")
+    assert pick_kernel(ks[:2], "k", "sm_90", "f").name == "k" and pick_kernel(ks[:2], "k2", "sm_90", "f").name == "k2"
+    assert pick_kernel(ks, "k(float", "sm_90", "f").name == "_Z1kPf"
+    with pytest.raises(KernelNotFound, match="2 kernels match 'k'"):  # k and k(float*): both whole names
+        pick_kernel(ks, "k", "sm_90", "f")

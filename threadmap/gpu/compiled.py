@@ -72,6 +72,12 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
     kernels = parse_sass(disassemble(binary))
     for k, d in zip(kernels, demangle([k.name for k in kernels]), strict=True):
         k.demangled = d if d != k.name else ""
+    return pick_kernel(kernels, name, arch, str(path))
+
+
+def pick_kernel(kernels: Sequence[Kernel], name: str | None, arch: str, path: str) -> Kernel:
+    """The one kernel of ``arch`` among ``kernels`` (those of the file ``path``) whose name
+    contains ``name``, or whose whole name it is; KernelNotFound when none or several."""
     if not kernels:
         raise KernelNotFound(f"{path}: no kernel code (SASS) in it")
     archs = sorted({k.arch for k in kernels})
@@ -82,6 +88,8 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
         raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch picks one)")
     kernels = [k for k in kernels if k.arch == picked[0]]
     found = [k for k in kernels if name is None or k.matches(name)]
+    # a name that is one kernel's whole name picks it, though it is part of others' (k, k2)
+    found = [k for k in found if name is not None and k.named(name)] or found
     listing = "; ".join(k.demangled or k.name for k in kernels)
     if not found:
         raise KernelNotFound(f"{path}: no kernel's name contains {name!r} (kernels: {listing})")
