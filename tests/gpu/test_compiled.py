@@ -384,3 +384,16 @@ def test_a_whole_kernel_name_picks_it_though_it_is_part_of_another() -> None:
     assert pick_kernel(ks, "k(float", "sm_90", "f").name == "_Z1kPf"
     with pytest.raises(KernelNotFound, match="2 kernels match 'k'"):  # k and k(float*): both whole names
         pick_kernel(ks, "k", "sm_90", "f")
+
+
+def test_a_side_with_no_instruction_of_its_kind_is_a_warning() -> None:
+    spec = SPEC.parent / "row_smem.yaml"
+    loaded = load(spec, SIZES)
+    (run,) = verify_spec(loaded, sizes=SIZES)
+    text = "\tcode for sm_90\n\t\tFunction : k\n        /*0060*/  STG.E desc[UR4][R2.64], R5 ;\n" \
+           "        /*0070*/  EXIT ;\n"
+    (k,) = parse_sass(text)
+    out = analyse(build_model(loaded, dict(loaded.envs[0])), run, k, "k")
+    missing = sorted((f.stage, f.side) for f in out.findings if f.kind == "missing_instruction")
+    assert missing == [(0, "dst"), (0, "src"), (2, "src")]
+    assert {(s.stage, s.side): s.status for s in out.sides}[(2, "dst")] == "mapped"

@@ -16,7 +16,8 @@ bits per thread, so it takes instructions until their widths add up to that.  A 
   one kind inside a loop, instructions left over -- an unrelated load of the kind is not
   told apart from the side's own --, generic ``LD``/``ST`` that could be either space): the declared
   width is kept for it and the report says so -- never a guess;
-* ``missing`` when the kernel has no instruction of its kind.
+* ``missing`` when the kernel has no instruction of its kind (a warning: is it the spec's
+  kernel?).
 
 Instructions no side takes are listed as *unmatched*.
 
@@ -238,6 +239,10 @@ def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> Comp
                   (f" (it has {len(generic)} generic LD/ST, which could be either space)" if generic else "")
             for sd in kind_sides:
                 sides[(sd.stage, sd.which)].note = why
+                out.findings.append(Finding(check="compiled", kind="missing_instruction", severity="warning",
+                                            stage=sd.stage, side=sd.which,
+                                            message=f"stage {sd.stage} {sd.which}: the kernel has no {kind[0]} "
+                                                    f"{kind[1]} instruction for it (is it this spec's kernel?)"))
             continue
         split, why = assign_sides(kind_sides, mine)
         taken.update(m.index for m in mine)
