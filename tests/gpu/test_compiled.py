@@ -281,14 +281,19 @@ def _fake_nvcc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fail: str = "") 
 def test_a_local_header_is_keyed_not_compiled_and_changing_it_compiles_again(monkeypatch: pytest.MonkeyPatch,
                                                                              tmp_path: Path) -> None:
     calls = _fake_nvcc(monkeypatch, tmp_path)
-    (tmp_path / "k.cu").write_text('#include "scale.h"\n__global__ void k(float* y) { y[0] = SCALE; }\n')
-    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "k.cu").write_text('#include "scale.h"\n__global__ void k(float* y) { y[0] = SCALE * BIAS; }\n')
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n#include <sub/bias.h>\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bias.h").write_text("#define BIAS 1.0f\n")
     first = build_user_cubin(tmp_path / "k.cu", "sm_90")
     # nvcc compiles the user's source as written: the header is read through -I, not pasted in
     assert Path(calls[0][-3]).read_text() == (tmp_path / "k.cu").read_text()
     assert build_user_cubin(tmp_path / "k.cu", "sm_90") == first and len(calls) == 1  # cached
-    (tmp_path / "scale.h").write_text("#define SCALE 3.0f\n")
-    assert build_user_cubin(tmp_path / "k.cu", "sm_90") != first and len(calls) == 2
+    (tmp_path / "scale.h").write_text("#define SCALE 3.0f\n#include <sub/bias.h>\n")
+    second = build_user_cubin(tmp_path / "k.cu", "sm_90")
+    assert second != first and len(calls) == 2
+    (tmp_path / "sub" / "bias.h").write_text("#define BIAS 0.5f\n")  # a header the header includes
+    assert build_user_cubin(tmp_path / "k.cu", "sm_90") not in (first, second) and len(calls) == 3
 
 
 def test_a_compile_error_names_the_users_file_not_the_cached_copy(monkeypatch: pytest.MonkeyPatch,
@@ -397,3 +402,8 @@ def test_a_side_with_no_instruction_of_its_kind_is_a_warning() -> None:
     missing = sorted((f.stage, f.side) for f in out.findings if f.kind == "missing_instruction")
     assert missing == [(0, "dst"), (0, "src"), (2, "src")]
     assert {(s.stage, s.side): s.status for s in out.sides}[(2, "dst")] == "mapped"
+
+
+def test_a_file_without_sass_says_ptx_alone_is_not_read() -> None:
+    with pytest.raises(KernelNotFound, match=r"no kernel code \(SASS\).*PTX alone"):
+        pick_kernel(parse_sass("\tcode for sm_90\n"), None, "sm_90", "ptx_only.o")

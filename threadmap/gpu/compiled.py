@@ -80,7 +80,8 @@ def pick_kernel(kernels: Sequence[Kernel], name: str | None, arch: str, path: st
     """The one kernel of ``arch`` among ``kernels`` (those of the file ``path``) whose name
     contains ``name``, or whose whole name it is; KernelNotFound when none or several."""
     if not kernels:
-        raise KernelNotFound(f"{path}: no kernel code (SASS) in it")
+        raise KernelNotFound(f"{path}: no kernel code (SASS) in it (PTX alone is compiled by the driver at run "
+                             "time: build it with -arch=sm_XX or -gencode ...,code=sm_XX)")
     archs = sorted({k.arch for k in kernels})
     # the arch asked for, or its arch-specific variant (sm_90a is sm_90's instruction set);
     # never another architecture's code: its widths and counts may differ

@@ -258,12 +258,13 @@ def parse_sass_widths(sass: str) -> dict[str, list[int]]:
 SOURCE_SUFFIXES = (".cu",)
 
 
-_QUOTED_INCLUDE = r'^\s*#\s*include\s*"([^"]+)"'
+#: ``#include "x.h"`` or ``<x.h>`` (the file's folder is on the include path: both find it there)
+_LOCAL_INCLUDE = r'^\s*#\s*include\s*["<]([^">]+)[">]'
 
 
 def local_headers(path: Path) -> list[Path]:
-    """The headers ``path`` includes with ``#include "..."`` (found beside the including file
-    or beside ``path``, as ``-I<its folder>`` finds them), and theirs, in the order met: their
+    """The headers ``path`` includes (``#include "..."`` or ``<...>``) found beside the including
+    file or beside ``path`` (``-I<its folder>``), and theirs, in the order met: their
     text is part of a user cubin's cache key, so changing one compiles again."""
     import re
 
@@ -276,7 +277,7 @@ def local_headers(path: Path) -> list[Path]:
             text = cur.read_text(errors="replace")
         except OSError:
             continue
-        for name in re.findall(_QUOTED_INCLUDE, text, flags=re.M):
+        for name in re.findall(_LOCAL_INCLUDE, text, flags=re.M):
             for d in (cur.parent, here):
                 h = (d / name).resolve()
                 if h.is_file():
