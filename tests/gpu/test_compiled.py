@@ -407,3 +407,13 @@ def test_a_side_with_no_instruction_of_its_kind_is_a_warning() -> None:
 def test_a_file_without_sass_says_ptx_alone_is_not_read() -> None:
     with pytest.raises(KernelNotFound, match=r"no kernel code \(SASS\).*PTX alone"):
         pick_kernel(parse_sass("\tcode for sm_90\n"), None, "sm_90", "ptx_only.o")
+
+
+def test_a_kernel_listing_names_templates_without_their_arguments() -> None:
+    text = "\tcode for sm_90\n" + "".join(f"\t\tFunction : {n}\n  /*0000*/  EXIT ;\n" for n in ("a", "b", "c"))
+    ks = parse_sass(text)
+    ks[0].demangled = "void transpose_kernel<float, 16, cute::TiledCopy<cute::Copy_Atom<X, float> > >(float const*)"
+    ks[1].demangled = "void transpose_kernel<float, 32, cute::TiledCopy<cute::Copy_Atom<Y, float> > >(float const*)"
+    with pytest.raises(KernelNotFound) as e:
+        pick_kernel(ks, "nothing", "sm_90", "f.cu")
+    assert str(e.value).endswith("(kernels: transpose_kernel<...> (2 instances); c)")

@@ -178,7 +178,7 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
       threadmap verify specs/planted/off_by_one_grid.yaml --sizes M=1000,N=1000 --checks predicates
       threadmap verify specs/ --check-expected --format sarif -o /tmp/threadmap.sarif
       threadmap verify specs/cute_transpose/row_rvectorized.yaml \\
-          --kernel examples/cute_transpose/row_rvectorized.cu --kernel-name row_rvectorized
+          --kernel examples/cute_transpose/row_rvectorized.cu
 
     One spec gets a table per size environment; a directory or several specs one line per
     spec run (verdict, path, failing checks), then the summary (--details: the tables).

@@ -92,13 +92,25 @@ def pick_kernel(kernels: Sequence[Kernel], name: str | None, arch: str, path: st
     found = [k for k in kernels if name is None or k.matches(name)]
     # a name that is one kernel's whole name picks it, though it is part of others' (k, k2)
     found = [k for k in found if name is not None and k.named(name)] or found
-    listing = "; ".join(k.demangled or k.name for k in kernels)
+    listing = _listing(kernels)
     if not found:
         raise KernelNotFound(f"{path}: no kernel's name contains {name!r} (kernels: {listing})")
     if len(found) > 1:
         which = f"{len(found)} kernels match {name!r}" if name is not None else f"holds {len(found)} kernels"
         raise KernelNotFound(f"{path}: {which} (--kernel-name picks one by a substring of its name: {listing})")
     return found[0]
+
+
+def _listing(kernels: Sequence[Kernel]) -> str:
+    """The kernels' names for a message: without template arguments and parameters (a CuTe
+    kernel's demangled name runs to thousands of characters), instances of one template counted."""
+    counts: dict[str, int] = {}
+    for k in kernels:
+        base = (k.demangled or k.name).removeprefix("void ")
+        cut = min((i for i in (base.find("<"), base.find("(")) if i > 0), default=len(base))
+        short = base[:cut] + ("<...>" if base[cut:cut + 1] == "<" else "")
+        counts[short] = counts.get(short, 0) + 1
+    return "; ".join(n + (f" ({c} instances)" if c > 1 else "") for n, c in counts.items())
 
 
 def _describe(m: MemoryInstruction) -> str:
