@@ -13,9 +13,9 @@ bits per thread, so it takes instructions until their widths add up to that.  A 
   width (the one side of its kind inside a loop takes all of them: its count per thread is
   then not static);
 * ``ambiguous`` when they do not (widths that do not add up, mixed widths, several sides of
-  one kind inside a loop, instructions left over -- an unrelated load of the kind is not
-  told apart from the side's own --, generic ``LD``/``ST`` that could be either space): the declared
-  width is kept for it and the report says so -- never a guess;
+  one kind inside a loop, instructions left over -- an unrelated load of the same kind is not
+  told apart from the side's own --, generic ``LD``/``ST`` that could be either space): the
+  declared width is kept for it and the report says so -- never a guess;
 * ``missing`` when the kernel has no instruction of its kind (a warning: is it the spec's
   kernel?).
 
