@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.cxx_oracle import cannot_run
 from threadmap.api import load, verify_spec
-from threadmap.gpu.compiled import KernelNotFound, analyse, assign_sides, load_kernel
+from threadmap.gpu.compiled import KernelNotFound, analyse, assign_sides, load_kernel, pick_kernel
 from threadmap.gpu.sass import Instruction, Kernel, MemoryInstruction, parse_sass
 from threadmap.gpu.toolchain import ToolchainError, build_user_cubin, disassemble, find_tool, nvcc
 from threadmap.hardware import wavefronts
@@ -183,7 +183,8 @@ def test_a_loop_maps_its_one_side_but_has_no_static_count() -> None:
 def test_an_extra_load_makes_the_side_ambiguous_and_keeps_the_declared_width() -> None:
     sides, out = _compiled("rr_extra", "sm_90")
     s2 = sides[(2, "src")]
-    assert s2.status == "ambiguous" and "mixed widths" in s2.note and s2.compiled == s2.declared
+    # 64 + 4 x 32 bits where the side moves 128: which of them are its own is not told
+    assert s2.status == "ambiguous" and "left over" in s2.note and s2.compiled == s2.declared
 
 
 def test_cp_async_is_one_instruction_for_both_sides() -> None:
@@ -255,3 +256,164 @@ def test_a_kernel_name_that_matches_nothing_lists_the_kernels() -> None:
     _kernel("rr_merged", "sm_90")
     with pytest.raises(KernelNotFound, match="rr_volatile"):
         load_kernel(TWINS, "nothing", "sm_90")
+
+
+# ------------------------------------------------------------------- bad or unusual input
+def _fake_nvcc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fail: str = "") -> list[list[str]]:
+    """nvcc replaced by a recorder that writes an empty output (or fails with ``fail``, where
+    ``{src}`` stands for the file it was given): the cache's keys and texts without a compile."""
+    import threadmap.gpu.toolchain as tc
+
+    if nvcc() is None:
+        cannot_run("build_user_cubin needs nvcc and the CUTLASS headers")
+    monkeypatch.setenv("THREADMAP_CACHE", str(tmp_path / "cache"))
+    calls: list[list[str]] = []
+
+    def run(cmd, what, timeout=1800):  # type: ignore[no-untyped-def]
+        calls.append(list(cmd))
+        if fail:
+            raise ToolchainError(f"{what} failed:\n" + fail.format(src=cmd[-3]))
+        Path(cmd[-1]).write_bytes(b"")
+    monkeypatch.setattr(tc, "_run", run)
+    return calls
+
+
+def test_a_local_header_is_keyed_not_compiled_and_changing_it_compiles_again(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    calls = _fake_nvcc(monkeypatch, tmp_path)
+    (tmp_path / "k.cu").write_text('#include "scale.h"\n__global__ void k(float* y) { y[0] = SCALE * BIAS; }\n')
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n#include <sub/bias.h>\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bias.h").write_text("#define BIAS 1.0f\n")
+    first = build_user_cubin(tmp_path / "k.cu", "sm_90")
+    # nvcc compiles the user's source as written: the header is read through -I, not pasted in
+    assert Path(calls[0][-3]).read_text() == (tmp_path / "k.cu").read_text()
+    assert build_user_cubin(tmp_path / "k.cu", "sm_90") == first and len(calls) == 1  # cached
+    (tmp_path / "scale.h").write_text("#define SCALE 3.0f\n#include <sub/bias.h>\n")
+    second = build_user_cubin(tmp_path / "k.cu", "sm_90")
+    assert second != first and len(calls) == 2
+    (tmp_path / "sub" / "bias.h").write_text("#define BIAS 0.5f\n")  # a header the header includes
+    assert build_user_cubin(tmp_path / "k.cu", "sm_90") not in (first, second) and len(calls) == 3
+
+
+def test_a_compile_error_names_the_users_file_not_the_cached_copy(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    _fake_nvcc(monkeypatch, tmp_path, fail='{src}(1): error: expected a declaration\n1 error in "{src}".')
+    (tmp_path / "bad.cu").write_text("this is not cuda\n")
+    with pytest.raises(ToolchainError) as e:
+        build_user_cubin(tmp_path / "bad.cu", "sm_90")
+    assert f"{tmp_path / 'bad.cu'}(1): error" in str(e.value) and str(tmp_path / "cache") not in str(e.value)
+
+
+# the SASS of a row_smem twin with one more, unrelated global load (a scale factor), as
+# cuobjdump prints it for sm_90 (only the memory instructions and the end kept)
+EXTRA_LOAD_SASS = """
+\tcode for sm_90
+\t\tFunction : rs_extra
+        /*0130*/                   LDG.E R2, desc[UR4][R2.64] ;
+        /*01a0*/                   STS [R7], R2 ;
+        /*01b0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*01c0*/                   LDG.E R4, desc[UR4][R4.64] ;
+        /*0260*/                   LDS R9, [R0] ;
+        /*02d0*/                   STG.E desc[UR4][R2.64], R9 ;
+        /*02e0*/                   EXIT ;
+        /*02f0*/                   BRA 0x2f0;
+"""
+
+
+def test_an_unrelated_load_of_a_sides_kind_makes_it_ambiguous_not_mapped() -> None:
+    spec = SPEC.parent / "row_smem.yaml"  # one 32-bit access a thread per side
+    loaded = load(spec, SIZES)
+    (run,) = verify_spec(loaded, sizes=SIZES)
+    (k,) = parse_sass(EXTRA_LOAD_SASS)
+    out = analyse(build_model(loaded, dict(loaded.envs[0])), run, k, "rs_extra")
+    sides = {(s.stage, s.side): s for s in out.sides}
+    s0 = sides[(0, "src")]
+    assert s0.status == "ambiguous" and "left over" in s0.note and s0.compiled == s0.declared
+    assert [f.kind for f in out.findings] == ["ambiguous_mapping"]
+    for key in [(0, "dst"), (2, "src"), (2, "dst")]:
+        assert sides[key].status == "mapped" and sides[key].per_thread == 1
+
+
+def test_another_architectures_code_is_refused_not_read() -> None:
+    _kernel("rr_merged", "sm_80")
+    cubin = build_user_cubin(TWINS, "sm_80")
+    with pytest.raises(KernelNotFound, match=r"holds code for sm_80, not sm_90"):
+        load_kernel(cubin, "rr_merged", "sm_90")
+
+
+def test_several_kernels_and_no_name_say_to_give_one() -> None:
+    _kernel("rr_merged", "sm_90")
+    with pytest.raises(KernelNotFound) as e:
+        load_kernel(TWINS, None, "sm_90")
+    assert "holds 5 kernels" in str(e.value) and "--kernel-name" in str(e.value) and "None" not in str(e.value)
+
+
+def test_a_fifo_is_not_a_kernel_file(tmp_path: Path) -> None:
+    import os
+    os.mkfifo(tmp_path / "k.cubin")
+    with pytest.raises(KernelNotFound, match="not a regular file"):
+        load_kernel(tmp_path / "k.cubin", None, "sm_90")
+
+
+def test_cli_verify_kernel_refuses_an_empty_file_name() -> None:
+    p = _cli("verify", str(SPEC), "--kernel", "")
+    assert p.returncode == 2 and "--kernel: give the kernel's file" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_verify_kernel_in_junit_has_a_testcase_per_compiled_side() -> None:
+    import xml.etree.ElementTree as ET
+
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), "--kernel-name", "rr_merged", "--format", "junit")
+    assert p.returncode == 1, p.stderr  # the spec's own bank-conflict failure; the compiled warnings fail nothing
+    cases = {c.get("name"): c for c in ET.fromstring(p.stdout).iter("testcase")}
+    assert {n for n in cases if n and n.startswith("compiled[")} == \
+        {"compiled[0.src]", "compiled[0.dst]", "compiled[2.src]", "compiled[2.dst]"}
+    s2 = cases["compiled[2.src]"]
+    assert s2.find("failure") is None
+    out = s2.findtext("system-out") or ""
+    assert "LDS.128" in out and "8192 x 32 wavefronts" in out and "4 accesses of a thread merged" in out
+
+
+def test_a_whole_kernel_name_picks_it_though_it_is_part_of_another() -> None:
+    _kernel("rr_merged", "sm_90")
+    assert load_kernel(TWINS, "rr_loop", "sm_90").name == "rr_loop"
+    text = "\tcode for sm_90\n" + "".join(f"\t\tFunction : {n}\n  /*0000*/  EXIT ;\n" for n in ("k", "k2", "_Z1kPf"))
+    ks = parse_sass(text)
+    ks[2].demangled = "k(float*)"
+    assert [k.named("k") for k in ks] == [True, False, True]
+    assert [k.named("k(float*)") for k in ks] == [False, False, True]
+    assert not any(k.named("k2(") for k in ks) and ks[1].named("k2")
+    assert pick_kernel(ks[:2], "k", "sm_90", "f").name == "k" and pick_kernel(ks[:2], "k2", "sm_90", "f").name == "k2"
+    assert pick_kernel(ks, "k(float", "sm_90", "f").name == "_Z1kPf"
+    with pytest.raises(KernelNotFound, match="2 kernels match 'k'"):  # k and k(float*): both whole names
+        pick_kernel(ks, "k", "sm_90", "f")
+
+
+def test_a_side_with_no_instruction_of_its_kind_is_a_warning() -> None:
+    spec = SPEC.parent / "row_smem.yaml"
+    loaded = load(spec, SIZES)
+    (run,) = verify_spec(loaded, sizes=SIZES)
+    text = "\tcode for sm_90\n\t\tFunction : k\n        /*0060*/  STG.E desc[UR4][R2.64], R5 ;\n" \
+           "        /*0070*/  EXIT ;\n"
+    (k,) = parse_sass(text)
+    out = analyse(build_model(loaded, dict(loaded.envs[0])), run, k, "k")
+    missing = sorted((f.stage, f.side) for f in out.findings if f.kind == "missing_instruction")
+    assert missing == [(0, "dst"), (0, "src"), (2, "src")]
+    assert {(s.stage, s.side): s.status for s in out.sides}[(2, "dst")] == "mapped"
+
+
+def test_a_file_without_sass_says_ptx_alone_is_not_read() -> None:
+    with pytest.raises(KernelNotFound, match=r"no kernel code \(SASS\).*PTX alone"):
+        pick_kernel(parse_sass("\tcode for sm_90\n"), None, "sm_90", "ptx_only.o")
+
+
+def test_a_kernel_listing_names_templates_without_their_arguments() -> None:
+    text = "\tcode for sm_90\n" + "".join(f"\t\tFunction : {n}\n  /*0000*/  EXIT ;\n" for n in ("a", "b", "c"))
+    ks = parse_sass(text)
+    ks[0].demangled = "void transpose_kernel<float, 16, cute::TiledCopy<cute::Copy_Atom<X, float> > >(float const*)"
+    ks[1].demangled = "void transpose_kernel<float, 32, cute::TiledCopy<cute::Copy_Atom<Y, float> > >(float const*)"
+    with pytest.raises(KernelNotFound) as e:
+        pick_kernel(ks, "nothing", "sm_90", "f.cu")
+    assert str(e.value).endswith("(kernels: transpose_kernel<...> (2 instances); c)")

@@ -111,3 +111,15 @@ def test_cli_gpu_exe_prints_the_prediction_and_refuses_bad_use(merged) -> None: 
                        (("--kernel-name", "k"), "go with --exe")]:
         p = _cli("gpu", str(SPEC), *args)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--exe", "true", "--kernel-name", "k", "--arch", "sm_90; ls"), "--arch 'sm_90; ls'"),
+    (("--launcher", ":", "--kernel-name", "k", "--kernel", str(TWINS)), "--launcher ':'"),
+    (("--exe", "true", "--kernel-name", "k", "--kernel", ""), "--kernel: give"),
+    (("--exe", str(TWINS), "--kernel-name", "rr_merged"), "a CUDA source, not a program"),
+])
+def test_cli_gpu_exe_refuses_odd_input_with_status_2(args: tuple[str, ...], says: str) -> None:
+    p = _cli("gpu", str(SPEC), *args)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (args, p.stderr)
+    assert says in p.stderr and "--exe: --launcher" not in p.stderr, (args, p.stderr)

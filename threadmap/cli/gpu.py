@@ -137,6 +137,7 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
                 json_path: str | None) -> None:
     """``gpu --exe``/``--launcher``: one spec, the user's kernel measured beside its compiled
     prediction (exit 0 agree, 1 a kind differs or the printed records differ)."""
+    import re
     import shlex
 
     from rich.console import Console
@@ -152,10 +153,17 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
         raise UsageError("--kernel-name: a substring of the kernel's name")
     if launcher is not None and kernel_file is None:
         raise UsageError("--launcher needs --kernel (the .cu or .cubin the kernel is compiled from) for its SASS")
-    try:
-        command = shlex.split(exe) if exe is not None else launcher_command(launcher or "")
-    except ValueError as e:
-        raise UsageError(f"--exe: {e}") from None
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise UsageError(f"--arch {arch!r}: an architecture such as sm_80, sm_90 or sm_90a")
+    if kernel_file is not None and not kernel_file.strip():
+        raise UsageError("--kernel: give the kernel's file (.cu, .cubin, object or executable)")
+    if exe is not None:
+        try:
+            command = shlex.split(exe)
+        except ValueError as e:
+            raise UsageError(f"--exe: {e}") from None
+    else:
+        command = launcher_command(launcher or "")
     files = [Path(paths[0])]
     write = output(output_path, files)
     run = measure(paths[0], parse_sizes(sizes), command, kernel_name, arch, kernel_file)

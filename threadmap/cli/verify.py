@@ -199,6 +199,8 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
     if kernel_file is not None:
         if engine != "enum" or len(files) != 1 or missing:
             raise UsageError("--kernel goes with one spec file and --engine enum (the kernel is that spec's)")
+        if not kernel_file.strip():
+            raise UsageError("--kernel: give the kernel's file (.cu, .cubin, object or executable)")
         if not re.fullmatch(r"sm_\d+[af]?", arch):
             raise UsageError(f"--arch {arch!r}: an architecture such as sm_80, sm_90 or sm_90a")
         from threadmap.gpu.compiled import load_kernel

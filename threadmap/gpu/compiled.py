@@ -10,11 +10,14 @@ take the kernel's instructions of that kind in program order: a side moves ``val
 bits per thread, so it takes instructions until their widths add up to that.  A side is
 
 * ``mapped`` when the instructions of its kind split exactly that way and its own are of one
-  width;
+  width (the one side of its kind inside a loop takes all of them: its count per thread is
+  then not static);
 * ``ambiguous`` when they do not (widths that do not add up, mixed widths, several sides of
-  one kind inside a loop, generic ``LD``/``ST`` that could be either space): the declared
-  width is kept for it and the report says so -- never a guess;
-* ``missing`` when the kernel has no instruction of its kind.
+  one kind inside a loop, instructions left over -- an unrelated load of the same kind is not
+  told apart from the side's own --, generic ``LD``/``ST`` that could be either space): the
+  declared width is kept for it and the report says so -- never a guess;
+* ``missing`` when the kernel has no instruction of its kind (a warning: is it the spec's
+  kernel?).
 
 Instructions no side takes are listed as *unmatched*.
 
@@ -65,25 +68,49 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
     """The kernel of ``path`` (a ``.cu`` compiled for ``arch``, a cubin, or an object or
     executable with embedded cubins) whose mangled or demangled name contains ``name``."""
     if not path.is_file():
-        raise KernelNotFound(f"{path}: no such file")
+        raise KernelNotFound(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
     binary = build_user_cubin(path, arch) if path.suffix in SOURCE_SUFFIXES else path
     kernels = parse_sass(disassemble(binary))
     for k, d in zip(kernels, demangle([k.name for k in kernels]), strict=True):
         k.demangled = d if d != k.name else ""
+    return pick_kernel(kernels, name, arch, str(path))
+
+
+def pick_kernel(kernels: Sequence[Kernel], name: str | None, arch: str, path: str) -> Kernel:
+    """The one kernel of ``arch`` among ``kernels`` (those of the file ``path``) whose name
+    contains ``name``, or whose whole name it is; KernelNotFound when none or several."""
     if not kernels:
-        raise KernelNotFound(f"{path}: no kernel code (SASS) in it")
+        raise KernelNotFound(f"{path}: no kernel code (SASS) in it (PTX alone is compiled by the driver at run "
+                             "time: build it with -arch=sm_XX or -gencode ...,code=sm_XX)")
     archs = sorted({k.arch for k in kernels})
-    if arch in archs:
-        kernels = [k for k in kernels if k.arch == arch]
-    elif len(archs) > 1:
-        raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch)")
+    # the arch asked for, or its arch-specific variant (sm_90a is sm_90's instruction set);
+    # never another architecture's code: its widths and counts may differ
+    picked = [a for a in archs if a == arch] or [a for a in archs if a.rstrip("af") == arch]
+    if len(picked) != 1:
+        raise KernelNotFound(f"{path}: holds code for {', '.join(archs)}, not {arch} (--arch picks one)")
+    kernels = [k for k in kernels if k.arch == picked[0]]
     found = [k for k in kernels if name is None or k.matches(name)]
-    listing = "; ".join(k.demangled or k.name for k in kernels)
+    # a name that is one kernel's whole name picks it, though it is part of others' (k, k2)
+    found = [k for k in found if name is not None and k.named(name)] or found
+    listing = _listing(kernels)
     if not found:
         raise KernelNotFound(f"{path}: no kernel's name contains {name!r} (kernels: {listing})")
     if len(found) > 1:
-        raise KernelNotFound(f"{path}: {len(found)} kernels match {name!r} (--kernel-name picks one: {listing})")
+        which = f"{len(found)} kernels match {name!r}" if name is not None else f"holds {len(found)} kernels"
+        raise KernelNotFound(f"{path}: {which} (--kernel-name picks one by a substring of its name: {listing})")
     return found[0]
+
+
+def _listing(kernels: Sequence[Kernel]) -> str:
+    """The kernels' names for a message: without template arguments and parameters (a CuTe
+    kernel's demangled name runs to thousands of characters), instances of one template counted."""
+    counts: dict[str, int] = {}
+    for k in kernels:
+        base = (k.demangled or k.name).removeprefix("void ")
+        cut = min((i for i in (base.find("<"), base.find("(")) if i > 0), default=len(base))
+        short = base[:cut] + ("<...>" if base[cut:cut + 1] == "<" else "")
+        counts[short] = counts.get(short, 0) + 1
+    return "; ".join(n + (f" ({c} instances)" if c > 1 else "") for n, c in counts.items())
 
 
 def _describe(m: MemoryInstruction) -> str:
@@ -102,7 +129,8 @@ def assign_sides(sides: Sequence[SideModel], instrs: Sequence[MemoryInstruction]
     each side moves per thread; ({}, why) when they do not split exactly."""
     if len(sides) > 1 and any(m.in_loop for m in instrs):
         return {}, "several sides of this kind and the instructions are in a loop: their split is not static"
-    if len(sides) == 1:
+    if len(sides) == 1 and any(m.in_loop for m in instrs):
+        # one side: every instruction of its kind is its own, but the loop hides how many a thread issues
         return {(sides[0].stage, sides[0].which): list(instrs)}, ""
     out: dict[tuple[int, str], list[MemoryInstruction]] = {}
     i = 0
@@ -224,6 +252,10 @@ def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> Comp
                   (f" (it has {len(generic)} generic LD/ST, which could be either space)" if generic else "")
             for sd in kind_sides:
                 sides[(sd.stage, sd.which)].note = why
+                out.findings.append(Finding(check="compiled", kind="missing_instruction", severity="warning",
+                                            stage=sd.stage, side=sd.which,
+                                            message=f"stage {sd.stage} {sd.which}: the kernel has no {kind[0]} "
+                                                    f"{kind[1]} instruction for it (is it this spec's kernel?)"))
             continue
         split, why = assign_sides(kind_sides, mine)
         taken.update(m.index for m in mine)

@@ -128,6 +128,12 @@ class Kernel:
     def matches(self, substring: str) -> bool:
         return substring in self.name or (bool(self.demangled) and substring in self.demangled)
 
+    def named(self, name: str) -> bool:
+        """Whether ``name`` is the kernel's whole name: mangled, demangled, or demangled without
+        its parameters and return type (``k``, ``k<3>`` for ``void k<3>(float*)``)."""
+        base = self.demangled.split("(")[0].removeprefix("void ").strip()
+        return name in (self.name, self.demangled) or (bool(base) and name == base)
+
 
 def access_bits(opcode: str, modifiers: tuple[str, ...]) -> int:
     """Bits per thread of a memory instruction from its modifiers (see the module docstring)."""

@@ -160,12 +160,15 @@ def entry_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _cached(kind: str, ext: str, source: str, flags: list[str], mode: list[str], what: str) -> Path:
+def _cached(kind: str, ext: str, source: str, flags: list[str], mode: list[str], what: str,
+            keyed: str | None = None) -> Path:
     """Compile ``source`` with ``nvcc flags mode SRC -o OUT`` once; later calls with the same
     source, flags and headers return the cached output (written atomically).  A build holds
-    the entry's lock, so a concurrent call waits for it instead of compiling the same again."""
+    the entry's lock, so a concurrent call waits for it instead of compiling the same again.
+    ``keyed``: what the key hashes instead of ``source`` (the source and the headers it
+    includes), where that is more than the text compiled."""
     exe, inc = require()
-    key = _key(source, flags, inc)
+    key = _key(source if keyed is None else keyed, flags, inc)
     out = cache_dir() / f"{kind}_{key}{ext}"
     if out.exists():
         return out
@@ -255,29 +258,66 @@ def parse_sass_widths(sass: str) -> dict[str, list[int]]:
 SOURCE_SUFFIXES = (".cu",)
 
 
+#: ``#include "x.h"`` or ``<x.h>`` (the file's folder is on the include path: both find it there)
+_LOCAL_INCLUDE = r'^\s*#\s*include\s*["<]([^">]+)[">]'
+
+
+def local_headers(path: Path) -> list[Path]:
+    """The headers ``path`` includes (``#include "..."`` or ``<...>``) found beside the including
+    file or beside ``path`` (``-I<its folder>``), and theirs, in the order met: their
+    text is part of a user cubin's cache key, so changing one compiles again."""
+    import re
+
+    here = path.resolve().parent
+    seen: list[Path] = []
+    todo = [path.resolve()]
+    while todo:
+        cur = todo.pop(0)
+        try:
+            text = cur.read_text(errors="replace")
+        except OSError:
+            continue
+        for name in re.findall(_LOCAL_INCLUDE, text, flags=re.M):
+            for d in (cur.parent, here):
+                h = (d / name).resolve()
+                if h.is_file():
+                    if h not in seen and h != path.resolve():
+                        seen.append(h)
+                        todo.append(h)
+                    break
+    return seen
+
+
 def build_user_cubin(path: Path, arch: str, extra: Sequence[str] = ()) -> Path:
     """A user's ``.cu`` file compiled to a cubin as a kernel author builds it (``nvcc -O3
     -std=c++17 --expt-relaxed-constexpr -arch=ARCH -I<its folder> -I<CUTLASS>``), cached by
-    the hash of the file, the headers beside it and the flags."""
+    the hash of the file, the local headers it includes (:func:`local_headers`) and the flags.
+    Compiler messages name the user's file, not the cached copy nvcc compiled."""
+    import re
+
     _, inc = require()
     try:
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ToolchainError(f"{path}: cannot read the kernel source ({e})") from None
     here = path.resolve().parent
-    # the headers beside the file are part of the key: a kernel's own includes change it
-    local = "".join(f"\0{h.name}\0{h.read_text(errors='replace')}" for h in sorted(here.glob("*"))
-                    if h.suffix in (".h", ".hpp", ".cuh", ".inl") and h.is_file())
+    # the headers are keyed, not compiled: nvcc reads them through -I<its folder>
+    keyed = source + "".join(f"\0{h}\0{h.read_text(errors='replace')}" for h in local_headers(path))
     flags = [CXX_STD, "-O3", "--expt-relaxed-constexpr", "-w", f"-arch={arch}", f"-I{here}", f"-I{inc}",
              f"-I{include_dir()}", *extra]
-    return _cached("user", ".cubin", source + local, flags, ["-x", "cu", "--cubin"], f" for {arch}")
+    try:
+        return _cached("user", ".cubin", source, flags, ["-x", "cu", "--cubin"], f" for {arch}", keyed=keyed)
+    except ToolchainError as e:
+        copy = re.escape(str(cache_dir() / "user_")) + r"[0-9a-f]{24}\.cu"
+        raise ToolchainError(re.sub(copy, lambda _: str(path), str(e))) from None
 
 
 def disassemble(path: Path) -> str:
     """``cuobjdump -sass`` of a cubin, object or executable (every embedded cubin), cached by
     the hash of the file's bytes."""
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:24]
+        with path.open("rb") as f:  # in chunks: an executable may be large
+            digest = hashlib.file_digest(f, "sha256").hexdigest()[:24]
     except OSError as e:
         raise ToolchainError(f"{path}: cannot read it ({e.strerror or e})") from None
     cached = cache_dir() / f"sass_{digest}.txt"

@@ -33,7 +33,7 @@ from threadmap.gpu.compiled import analyse, load_kernel
 from threadmap.gpu.log import LogDiff, diff_log
 from threadmap.gpu.profile import TOLERANCE, parse_ncu_csv
 from threadmap.gpu.report import ReportModel
-from threadmap.gpu.toolchain import find_tool
+from threadmap.gpu.toolchain import SOURCE_SUFFIXES, find_tool
 from threadmap.report.model import CompiledKernel, CompiledSide
 
 #: (memory, op) of each kind of instruction: its counters (numerator, denominator).  Shared
@@ -191,6 +191,9 @@ def measure(spec: str, sizes: dict[str, int] | None, command: Sequence[str], ker
                               f"{len(loaded.envs)} size environments")
     (run,) = verify_spec(loaded, sizes=sizes)
     binary = kernel_file or command[0]
+    if kernel_file is None and Path(binary).suffix in SOURCE_SUFFIXES:
+        raise UserKernelError(f"--exe {binary}: a CUDA source, not a program: run the program built from it "
+                              "(--kernel reads the source's SASS)")
     if kernel_file is None and not Path(binary).is_file():
         found = shutil.which(binary)
         if found is None:

@@ -333,6 +333,15 @@ def _verify_suites(suites: ET.Element, report: VerifyReport, check_expected: boo
             else:
                 note = "failed as the spec expects: " + headline(r) if r.status == "FAIL" else headline(r)
                 cases.append((name, None, note))
+        ck = run.compiled
+        findings = ck.findings if ck is not None else []
+        for cs in ck.sides if ck is not None else []:  # verify --kernel: warnings, as in SARIF, not failures
+            found = [f.message for f in findings if (f.stage, f.side) == (cs.stage, cs.side)]
+            cases.append((f"compiled[{cs.stage}.{cs.side}]", None, "\n".join(
+                [f"{cs.status}: {', '.join(cs.instructions) or '-'} ({cs.declared_bits} / "
+                 f"{cs.compiled_bits if cs.compiled_bits is not None else '-'} bits declared / compiled); "
+                 f"declared {counts_text(cs.declared)}, compiled {counts_text(cs.compiled)}",
+                 *(f"warning: {m}" for m in found), *([cs.note] if cs.note else [])])))
         if check_expected:
             cases.append(("verdict", None if run.as_expected else
                           f"verdict {run.verdict}, the spec expects {run.expected}", ""))
