@@ -45,11 +45,12 @@ from threadmap.layout.atom.mma_traits import get_mma_atom
 from threadmap.layout.parse import parse_layout
 
 SEED = 20240607
-# each case costs about 4 s of template instantiation in the C++ oracle: CI draws 20 copies and
-# 10 MMAs, THREADMAP_ORACLE_SCALE=2 the 40 and 20 of a thorough run
+# each case costs about 5 s of template instantiation in the C++ oracle: CI draws 12 copies and
+# 6 MMAs (with the copies built from them), THREADMAP_ORACLE_SCALE=4 the 48 and 24 of a
+# thorough run
 _SCALE = float(os.environ.get("THREADMAP_ORACLE_SCALE", "1"))
-N_COPY = max(1, round(20 * _SCALE))
-N_MMA = max(1, round(10 * _SCALE))
+N_COPY = max(1, round(12 * _SCALE))
+N_MMA = max(1, round(6 * _SCALE))
 
 # ------------------------------------------------------------------------------------------
 # C++ spelling
@@ -534,7 +535,7 @@ def test_rejected_draws_fail_in_cxx_too() -> None:
     """Every random tiled copy that threadmap rejects (and copy_cases() therefore drops)
     fails to compile against the header too."""
     _cases, rejected = copy_cases()
-    assert rejected >= 3 and len(REJECTED_COPIES) == rejected, rejected
+    assert rejected >= 2 and len(REJECTED_COPIES) == rejected, rejected  # 2 of the CI draws
     missing = set(REJECTED_COPIES) - rejected_by_header(REJECTED_COPIES)
     assert not missing, "threadmap rejects, the header compiles:\n" + "\n".join(
         REJECTED_COPIES[m] for m in sorted(missing))

@@ -155,7 +155,7 @@ def test_mutated_kernels_fail_cleanly(spec: dict[str, Any], data: st.DataObject)
         verify_both(yaml.safe_dump(d, sort_keys=False))
 
 
-@settings(max_examples=150, deadline=None, database=None,
+@settings(max_examples=80, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(mutated())
 def test_mutated_library_spec_through_the_pipeline(data: Any) -> None:
