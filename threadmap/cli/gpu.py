@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -132,6 +134,21 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     sys.exit(error_status(report.errors) if report.errors else (0 if report.ok else 1))
 
 
+def write_report(report: Any, fmt: str, write: Callable[[str], None], output_path: str | None,
+                 render: Callable[[Any, Any], None]) -> None:
+    """A report as a table (drawn by ``render``; to the terminal, or 160 columns to a file) or as
+    JSON."""
+    from rich.console import Console
+
+    if fmt != "table":
+        write(report.model_dump_json(indent=1))
+        return
+    buf = io.StringIO()
+    render(report, Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160))
+    if output_path:
+        write(buf.getvalue())
+
+
 def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, kernel_name: str | None,
                 kernel_file: str | None, arch: str, sizes: str | None, fmt: str, output_path: str | None,
                 json_path: str | None) -> None:
@@ -139,8 +156,6 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     prediction (exit 0 agree, 1 a kind differs or the printed records differ)."""
     import re
     import shlex
-
-    from rich.console import Console
 
     from threadmap.gpu.formats import render_user_kernel
     from threadmap.gpu.user import launcher_command, measure
@@ -167,14 +182,7 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     files = [Path(paths[0])]
     write = output(output_path, files)
     run = measure(paths[0], parse_sizes(sizes), command, kernel_name, arch, kernel_file)
-    if fmt == "table":
-        buf = io.StringIO()
-        con = Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160)
-        render_user_kernel(run, con)
-        if output_path:
-            write(buf.getvalue())
-    else:
-        write(run.model_dump_json(indent=1))
+    write_report(run, fmt, write, output_path, render_user_kernel)
     if json_path:
         output(json_path, files, "--json")(run.model_dump_json(indent=1))
     sys.exit(0 if run.ok else 1)
@@ -213,7 +221,6 @@ def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | N
     Exit status: 0 the log matches, 1 differences, 2 invalid spec, log or usage, 3 internal
     error.  Needs no GPU.
     """
-    from rich.console import Console
 
     from threadmap.gpu.formats import render_log_diff
     from threadmap.gpu.log import diff_log, load_model
@@ -222,14 +229,7 @@ def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | N
     model = load_model(spec_path, parse_sizes(sizes))
     d = diff_log(model, Path(log_path), pattern=pattern, marker=marker, stage=stage,
                  side=None if side == "auto" else side, whole_grid=whole_grid)
-    if fmt == "table":
-        buf = io.StringIO()
-        con = Console(highlight=False, file=buf if output_path else None, width=None if not output_path else 160)
-        render_log_diff(d, con)
-        if output_path:
-            write(buf.getvalue())
-    else:
-        write(d.model_dump_json(indent=1))
+    write_report(d, fmt, write, output_path, render_log_diff)
     sys.exit(0 if d.ok else 1)
 
 
