@@ -123,3 +123,44 @@ def test_cli_gpu_exe_refuses_odd_input_with_status_2(args: tuple[str, ...], says
     p = _cli("gpu", str(SPEC), *args)
     assert p.returncode == 2 and "Traceback" not in p.stderr, (args, p.stderr)
     assert says in p.stderr and "--exe: --launcher" not in p.stderr, (args, p.stderr)
+
+
+FAKE_NCU = """#!{python}
+import subprocess, sys
+args = sys.argv[1:]
+metrics = args[args.index("--metrics") + 1].split(",")
+command = args[args.index("raw") + 1:]
+sys.stdout.write(subprocess.run(command, capture_output=True, text=True).stdout)  # the program's own output
+print("==PROF== Disconnected")
+print(",".join(['"ID"', '"Kernel Name"'] + ['"%s"' % m for m in metrics]))
+print(",".join(['"0"', '"k"'] + ['"1"' for m in metrics]))
+"""
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_records_the_program_prints_are_diffed_in_the_same_run(merged, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                               monkeypatch: pytest.MonkeyPatch, moved: bool) -> None:
+    """A program that prints threadmap_probe.h records while ncu profiles it: its records are
+    diffed with the simulation in the same run (a record at a wrong coordinate fails it)."""
+    import numpy as np
+
+    from threadmap.gpu import user
+    from threadmap.gpu.log import load_model, simulated_log
+    model = load_model(str(SPEC), {"M": 1024, "N": 1024})
+    lines = simulated_log(model, np.arange(2), stages=[0])
+    if moved:  # one access printed one column off
+        head, coord = lines[5].rsplit("coord=", 1)
+        r, c = coord.split(",")
+        lines[5] = f"{head}coord={r},{int(c) + 1}"
+    log = tmp_path / "printed.log"
+    log.write_text("\n".join(lines) + "\n")
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU.format(python=sys.executable))
+    ncu.chmod(0o755)
+    monkeypatch.setattr(user, "find_tool", lambda name: str(ncu) if name == "ncu" else None)
+    run = measure(str(SPEC), {"M": 1024, "N": 1024}, [sys.executable, "-c", f"print(open({str(log)!r}).read())"],
+                  "rr_merged", "sm_90", str(TWINS))
+    assert run.log is not None
+    assert run.log.ok is (not moved) and run.ok is False  # the fake counters (all 1) never agree
+    if moved:
+        assert any(f.kind == "moved" for f in run.log.findings), run.log
