@@ -22,7 +22,10 @@ def table(folder: Path) -> str:
     rows = ["| program | M = N | kind | sides | SASS | predicted (instructions x per instruction) | measured | "
             "agrees |", "|---|---|---|---|---|---|---|---|"]
     agree = total = 0
-    for f in sorted(folder.glob("user_*.json"), key=lambda p: (p.stem.rsplit("_", 1)[0], int(p.stem.rsplit("_", 1)[1]))):
+    def order(p: Path) -> tuple[str, int]:
+        name, size = p.stem.rsplit("_", 1)
+        return name, int(size)
+    for f in sorted(folder.glob("user_*.json"), key=order):
         run = UserKernelRun.model_validate_json(f.read_text())
         name, size = f.stem.removeprefix("user_").rsplit("_", 1)
         sass = {f"stage {s.stage} {s.side}": ", ".join(sorted({i.split()[1] for i in s.instructions}))
