@@ -205,8 +205,8 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
             raise UsageError(f"--arch {arch!r}: an architecture such as sm_80, sm_90 or sm_90a")
         from threadmap.gpu.compiled import load_kernel
         kernel = load_kernel(Path(kernel_file), kernel_name, arch)
-        checks_run = None if check_list is None else sorted({*check_list, "bank_conflicts", "coalescing"})
-        check_list = checks_run
+        if check_list is not None:  # the counts at the compiled width read these two
+            check_list = sorted({*check_list, "bank_conflicts", "coalescing"})
     report = run_engine(files, missing, engine, sizes=parse_sizes(sizes), checks=check_list,
                         exhaustive=exhaustive, timeout=timeout)
     to_file = output_path is not None

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.sass import Kernel, MemoryInstruction, parse_sass
@@ -326,6 +327,9 @@ def attach(report: VerifyReport, kernel: Kernel, file: str) -> None:
     from threadmap.api import load
     from threadmap.model import build_model
 
+    loaded: dict[str, Any] = {}  # LoadedSpec by spec path
     for run in report.runs:
-        model = build_model(load(run.path), run.sizes)
+        if run.path not in loaded:
+            loaded[run.path] = load(run.path)
+        model = build_model(loaded[run.path], run.sizes)
         run.compiled = analyse(model, run, kernel, file)

@@ -96,7 +96,7 @@ def ldgsts(row: dict[str, str], quantity: str) -> float | None:
     """A cp.async quantity of one kernel's row: the first of its ways whose every metric was
     measured, summed; None when none was."""
     for way in LDGSTS_METRICS[quantity]:
-        vals = [_num(row.get(m)) for m in way]
+        vals = [number(row.get(m)) for m in way]
         if all(v is not None for v in vals):
             return float(sum(v for v in vals if v is not None))
     return None
@@ -181,7 +181,8 @@ def parse_ncu_csv(text: str) -> list[dict[str, str]]:
     return [r for r in rows if r.get("ID", "").strip().isdigit()]
 
 
-def _num(v: str | None) -> float | None:
+def number(v: str | None) -> float | None:
+    """An ncu cell as a number (thousands separators dropped); None when absent or not one."""
     if v is None:
         return None
     try:
@@ -248,7 +249,7 @@ def stage_counters(items: Sequence[Any], cubin: Path, legal: dict[str, Any],
                 notes.append(f"{it.path}: stage {st}: ncu reported no kernel {kname}")
                 out.append(sc)
                 continue
-            t = _num(row.get("gpu__time_duration.sum"))
+            t = number(row.get("gpu__time_duration.sum"))
             sc.time_s = t / 1e9 if t is not None else None
             sass: dict[str, list[int]] = {}
             cp = it.model.stages[st]
@@ -283,19 +284,19 @@ def side_counters(it: Any, res: dict[tuple[str, int | None, str | None], Any], s
         if r is not None and hasattr(r.summary, "requests"):
             sd.predicted_raw = {"sectors": r.summary.sectors, "requests": r.summary.requests}
             sd.predicted = r.summary.sectors / r.summary.requests if r.summary.requests else 0.0
-        num, den = (_num(row.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")),
-                    _num(row.get(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum")))
+        num, den = (number(row.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")),
+                    number(row.get(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum")))
         sd.measured_raw = {"sectors": num or 0.0, "requests": den or 0.0,
-                           "instructions": _num(row.get(f"smsp__inst_executed_op_global_{op}.sum")) or 0.0,
-                           "sass_instructions": _num(row.get(f"smsp__sass_inst_executed_op_global_{op}.sum")) or 0.0}
+                           "instructions": number(row.get(f"smsp__inst_executed_op_global_{op}.sum")) or 0.0,
+                           "sass_instructions": number(row.get(f"smsp__sass_inst_executed_op_global_{op}.sum")) or 0.0}
     else:
         r = res.get(("bank_conflicts", stage, side.which))
         if r is not None and hasattr(r.summary, "wavefronts"):
             sd.predicted_raw = {"wavefronts": r.summary.wavefronts, "instructions": r.summary.instructions}
             sd.predicted = r.summary.wavefronts / r.summary.instructions if r.summary.instructions else 0.0
-        issued = _num(row.get(f"smsp__inst_executed_op_shared_{op}.sum"))
-        sass_inst = _num(row.get(f"smsp__sass_inst_executed_op_shared_{op}.sum"))
-        num, den = (_num(row.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")),
+        issued = number(row.get(f"smsp__inst_executed_op_shared_{op}.sum"))
+        sass_inst = number(row.get(f"smsp__sass_inst_executed_op_shared_{op}.sum"))
+        num, den = (number(row.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")),
                     sass_inst if sass_inst is not None else issued)
         sd.measured_raw = {"wavefronts": num or 0.0, "instructions": den or 0.0, "issued": issued or 0.0}
     sd.measured = (num / den) if num is not None and den else (0.0 if den == 0 else None)

@@ -241,16 +241,17 @@ def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
 def parse_sass_widths(sass: str) -> dict[str, list[int]]:
     """The widths (bits) of the LDG, STG, LDS, STS and LDGSTS (``cp.async``) instructions of SASS
     text, by opcode; whole opcodes only (``LDGDEPBAR`` and ``LDSM`` are none of them), and not
-    the never-executed ones (``@!PT LDS RZ, [RZ]``: padding ptxas puts beside LDGSTS on sm_90)."""
+    the never-executed ones (``@!PT LDS RZ, [RZ]``: padding ptxas puts beside LDGSTS on sm_90).
+    Lines are read by :mod:`threadmap.gpu.sass` (with or without their ``/*addr*/``)."""
     import re
 
+    from threadmap.gpu.sass import access_bits, parse_instruction
+
     out: dict[str, set[int]] = {}
-    text = "\n".join(ln for ln in sass.splitlines() if not re.search(r"@!PT\s", ln))
-    for m in re.finditer(r"\b(LDGSTS|LDG|STG|LDS|STS)(?![A-Z0-9_])((?:\.[A-Z0-9_]+)*)", text):
-        tokens = set(m.group(2).split("."))
-        bits = 128 if "128" in tokens else 64 if "64" in tokens else 16 if tokens & {"U16", "S16"} else \
-            8 if tokens & {"U8", "S8"} else 32
-        out.setdefault(m.group(1), set()).add(bits)
+    for line in sass.splitlines():
+        ins = parse_instruction(0, re.sub(r"^\s*/\*[0-9a-f]+\*/", "", line).split("/*")[0])
+        if ins is not None and ins.guard != "!PT" and ins.opcode in ("LDGSTS", "LDG", "STG", "LDS", "STS"):
+            out.setdefault(ins.opcode, set()).add(access_bits(ins.opcode, ins.modifiers))
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -31,7 +31,7 @@ from pydantic import Field
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.compiled import analyse, load_kernel
 from threadmap.gpu.log import LogDiff, diff_log
-from threadmap.gpu.profile import TOLERANCE, parse_ncu_csv
+from threadmap.gpu.profile import TOLERANCE, number, parse_ncu_csv
 from threadmap.gpu.report import ReportModel
 from threadmap.gpu.toolchain import SOURCE_SUFFIXES, find_tool
 from threadmap.report.model import CompiledKernel, CompiledSide
@@ -135,11 +135,7 @@ def compare(kinds: list[KindCounts], row: dict[str, str]) -> None:
     """Set each kind's measurement from one ncu row, and whether it equals the prediction (the
     ratio and its denominator: instructions for shared memory, requests for global memory)."""
     def num(name: str) -> float | None:
-        v = row.get(name)
-        try:
-            return None if v is None else float(v.replace(",", ""))
-        except ValueError:
-            return None
+        return number(row.get(name))
     for k in kinds:
         n_name, d_name = KIND_METRICS[(k.memory, k.op)]
         n, d = num(n_name), num(d_name)
@@ -200,7 +196,8 @@ def measure(spec: str, sizes: dict[str, int] | None, command: Sequence[str], ker
             raise UserKernelError(f"{binary}: no such program")
         binary = found
     kernel = load_kernel(Path(binary), kernel_name, arch)
-    ck = analyse(build_model(loaded, dict(loaded.envs[0])), run, kernel, binary)
+    model = build_model(loaded, dict(loaded.envs[0]))
+    ck = analyse(model, run, kernel, binary)
     out = UserKernelRun(spec=spec, sizes=dict(loaded.envs[0]), command=list(command),
                         kernel=kernel.demangled or kernel.name, compiled=ck, kinds=predicted_kinds(ck))
     exe = find_tool("ncu")
@@ -224,7 +221,7 @@ def measure(spec: str, sizes: dict[str, int] | None, command: Sequence[str], ker
         with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
             f.write(printed)
         try:
-            out.log = diff_log(build_model(loaded, dict(loaded.envs[0])), Path(f.name))
+            out.log = diff_log(model, Path(f.name))
         finally:
             os.unlink(f.name)
     return out
