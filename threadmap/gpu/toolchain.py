@@ -230,12 +230,25 @@ def build_cubin(source: str, arch: str) -> Path:
 
 def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
     """The access widths (bits) of a kernel's global and shared loads and stores in its SASS
-    (``cuobjdump -sass``): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent."""
-    exe = find_tool("cuobjdump")
-    if exe is None:
+    (the whole file disassembled and cached, the kernel picked by its exact name, every
+    architecture it holds): ``{"LDG": [128], "STS": [32], ...}``; empty when cuobjdump is absent
+    or cannot read the file.
+    Not ``cuobjdump -fun``: which names it accepts differs between cuobjdump releases."""
+    from threadmap.gpu.sass import parse_sass
+
+    if find_tool("cuobjdump") is None:
         return {}
-    proc = subprocess.run([exe, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, timeout=600)
-    return parse_sass_widths(proc.stdout)
+    try:
+        kernels = parse_sass(disassemble(cubin))
+    except ToolchainError:  # no such file, or one cuobjdump cannot read: no widths, as without it
+        return {}
+    out: dict[str, set[int]] = {}
+    for k in kernels:
+        if k.name == kernel:
+            for m in k.memory():
+                if m.opcode in ("LDGSTS", "LDG", "STG", "LDS", "STS"):
+                    out.setdefault(m.opcode, set()).add(m.bits)
+    return {op: sorted(v) for op, v in out.items()}
 
 
 def parse_sass_widths(sass: str) -> dict[str, list[int]]:
