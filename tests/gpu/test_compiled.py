@@ -417,3 +417,33 @@ def test_a_kernel_listing_names_templates_without_their_arguments() -> None:
     with pytest.raises(KernelNotFound) as e:
         pick_kernel(ks, "nothing", "sm_90", "f.cu")
     assert str(e.value).endswith("(kernels: transpose_kernel<...> (2 instances); c)")
+
+
+def test_an_executable_is_read_with_the_wheels_disassembler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executable built by nvcc, read with NVIDIA's PyPI cuobjdump: cuobjdump -sass runs
+    nvdisasm, a separate wheel; found or not, the reader says so instead of reading nothing
+    (a clean install once read no instruction of any executable and every width was empty)."""
+    from threadmap.gpu.toolchain import sass_widths
+
+    exe = nvcc()
+    if exe is None or find_tool("cuobjdump") is None:
+        cannot_run("needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void twice(float4 const* a, float4* b) { b[threadIdx.x] = a[threadIdx.x]; }\n"
+                   "int main() { twice<<<1, 32>>>(nullptr, nullptr); return 0; }\n")
+    monkeypatch.setenv("THREADMAP_CACHE", str(tmp_path / "cache"))
+    subprocess.run([exe, "-arch=sm_90", "-o", str(tmp_path / "k"), str(src)], check=True, capture_output=True,
+                   timeout=600)
+    (k,) = [k for k in parse_sass(disassemble(tmp_path / "k")) if "twice" in k.name]
+    assert [(m.opcode, m.bits) for m in k.memory()] == [("LDG", 128), ("STG", 128)]
+    assert sass_widths(tmp_path / "k", k.name) == {"LDG": [128], "STG": [128]}
+    # without a disassembler the reason is given, not an empty listing
+    monkeypatch.setenv("PATH", str(tmp_path))
+    real = find_tool
+    monkeypatch.setattr("threadmap.gpu.toolchain.find_tool", lambda n: None if n == "nvdisasm" else real(n))
+    cuobjdump = real("cuobjdump")
+    assert cuobjdump is not None
+    if not (Path(cuobjdump).parent / "nvdisasm").exists():
+        (tmp_path / "k").write_bytes((tmp_path / "k").read_bytes() + b"\0")  # a new cache key
+        with pytest.raises(ToolchainError, match="nvdisasm"):
+            disassemble(tmp_path / "k")

@@ -347,10 +347,15 @@ def disassemble(path: Path) -> str:
 def _cuobjdump(path: Path) -> str:
     exe = find_tool("cuobjdump")
     if exe is None:
-        raise ToolchainError("cuobjdump not found (pip install nvidia-cuda-cuobjdump, or put the CUDA "
-                             "toolkit's bin on PATH)")
+        raise ToolchainError("cuobjdump not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm, "
+                             "or put the CUDA toolkit's bin on PATH)")
+    env = dict(os.environ)
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is not None:  # cuobjdump -sass runs nvdisasm; NVIDIA's wheels ship them apart
+        env["NVDISASM_PATH"] = str(Path(nvdisasm).parent)
+        env["PATH"] = os.pathsep.join([str(Path(nvdisasm).parent), env.get("PATH", "")])
     try:
-        proc = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, timeout=600, env=env)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"cuobjdump ran past 600 s on {path}") from None
     if proc.returncode != 0:
