@@ -23,7 +23,23 @@ Global memory (per warp instruction, active lanes only):
 * A vector access of ``k`` elements is legal when its bytes are contiguous and its first
   byte is aligned to the access width.
 
-The pure-Python functions :func:`wavefronts` and :func:`sectors` are the executable
+``cp.async`` (``LDGSTS``, global to shared in one instruction; measured on an H200, the
+``.ca`` L1-allocating form, every case of ``tools/gpu/ldgsts`` at 4, 8 and 16 bytes):
+
+* its shared writes are counted per phase as for a store of the same width, but the data
+  arrives per global 128-byte line and one wavefront writes the lanes of one line only: a
+  phase with active lanes needs ``lines + excess`` wavefronts, where ``lines`` is the number
+  of distinct lines its active lanes read and ``excess`` the largest, over those lines, of
+  (the store wavefronts of the line's lanes, or the most lanes reading one global address,
+  whichever is more) minus 1 -- and never fewer than the store wavefronts of the whole phase;
+* a zero-filling lane (``_ZFILL`` with a false predicate) reads nothing: its write rides in
+  the phase's wavefronts when the phase has an active lane, and a phase of zero-filling lanes
+  alone costs the store wavefronts of its lanes.
+* The bypassing ``.cg`` form's writes are not a function of the addresses in Nsight
+  Compute's ``..._op_ldgsts`` counters (none counted in an isolated probe, 3/4 of the rule
+  above in the library's behaviour kernels): :func:`ldgsts_wavefronts` is the ``.ca`` rule.
+
+The pure-Python functions :func:`wavefronts`, :func:`ldgsts_wavefronts` and :func:`sectors` are the executable
 definitions; the checks' vectorised enumerations must agree with them (tests cross-check).
 The Nsight Compute metric names whose values these definitions predict are in
 :data:`NCU_METRICS`.
@@ -31,6 +47,7 @@ The Nsight Compute metric names whose values these definitions predict are in
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -106,6 +123,34 @@ def wavefronts(lanes: Iterable[tuple[int, int]], elem_bytes: int, access_bytes: 
     busy = {p for p, _ in served}
     wf = sum(max(len(v) for (q, _), v in served.items() if q == p) for p in busy)
     return Wavefronts(wf, len(busy))
+
+
+def ldgsts_wavefronts(lanes: Iterable[tuple[int, int, int | None]], access_bytes: int) -> Wavefronts:
+    """The definition for one ``cp.async.ca`` (``LDGSTS``) instruction of ``access_bytes`` per
+    lane (module docstring); ``lanes`` = (lane in the warp, shared byte address, global byte
+    address, or None for a zero-filling lane) of every lane that writes shared memory.
+    Law: never fewer wavefronts than :func:`wavefronts` of the same shared writes, and equal
+    to it when every phase's active lanes read one line with no address read twice."""
+    per = lanes_per_phase(access_bytes)
+    by_phase: dict[int, list[tuple[int, int, int | None]]] = {}
+    for lane, s, g in lanes:
+        by_phase.setdefault(lane // per, []).append((lane, s, g))
+
+    def store(ls: list[tuple[int, int, int | None]]) -> int:
+        return wavefronts(((lane, s) for lane, s, _ in ls), access_bytes, access_bytes).wavefronts
+
+    total = 0
+    for ls in by_phase.values():
+        active = [x for x in ls if x[2] is not None]
+        if not active:
+            total += store(ls)
+            continue
+        lines: dict[int, list[tuple[int, int, int | None]]] = {}
+        for x in active:
+            lines.setdefault(int(x[2]) // LINE_BYTES, []).append(x)  # type: ignore[arg-type]
+        excess = max(max(store(line), max(Counter(g for _, _, g in line).values())) - 1 for line in lines.values())
+        total += max(len(lines) + excess, store(ls))
+    return Wavefronts(total, len(by_phase))
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,11 @@ class Simulator:
                     p2[part] = self._from_tv(side, ok, part.size).reshape(part.size, -1)
                     if t.valid is not None:
                         p2[part] &= t.valid.reshape(nb, -1)[part]
+        sp, dp = self.plans[(cp.src.stage, "src")].perm, self.plans[(cp.dst.stage, "dst")].perm
+        if cp.cp_async and sp.shape == dp.shape and bool((sp == dp).all()):
+            # one LDGSTS per access, the same rows on both sides: its shared writes depend on
+            # the global lines it reads
+            dst.meta["ldgsts_src"] = src
         return src, dst
 
     def tables(self, blocks: np.ndarray, arena: Arena | None = None) -> list[tuple[AccessTable, AccessTable] | str]:

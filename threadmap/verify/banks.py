@@ -84,6 +84,57 @@ def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
             "best_i": np.zeros(nb, dtype=np.int64) if empty else ex.argmax(axis=1)}
 
 
+def ldgsts_instruction_wavefronts(t: AccessTable, src: AccessTable, zfill: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(instructions,) wavefronts and ideal of every warp instruction of a ``cp.async.ca``
+    stage's destination table ``t`` under :func:`threadmap.hardware.ldgsts_wavefronts`, each
+    lane's global address from the stage's source table ``src`` (the same rows); ``zfill``: a
+    lane whose predicate is false writes zeros.  Each distinct instruction pattern (addresses
+    relative to their 128-byte lines, predicates) is computed once."""
+    v = t.vec
+    n = len(t) // t.instruction_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    sh = t.addr[::v].reshape(n, hw.WARP_SIZE)
+    gl = src.addr[::v].reshape(n, hw.WARP_SIZE)
+    on = t.pred[::v].reshape(n, hw.WARP_SIZE)
+    real = np.ones_like(on) if t.valid is None else t.valid[::v].reshape(n, hw.WARP_SIZE)
+    writes = real & (on | zfill)
+    # a pattern is the same up to a whole number of 128-byte lines on each side
+    s_base = (np.where(writes, sh, _BIG).min(axis=1) // hw.LINE_BYTES) * hw.LINE_BYTES
+    g_base = (np.where(writes & on, gl, _BIG).min(axis=1) // hw.LINE_BYTES) * hw.LINE_BYTES
+    s_rel = np.where(writes, sh - s_base[:, None], -1)
+    g_rel = np.where(writes & on, gl - np.where(g_base < _BIG, g_base, 0)[:, None], -1)
+    key = np.concatenate([s_rel, g_rel, (writes * 2 + on).astype(np.int64)], axis=1)
+    uk, inv = np.unique(key, axis=0, return_inverse=True)
+    wf = np.zeros(uk.shape[0], dtype=np.int64)
+    ideal = np.zeros(uk.shape[0], dtype=np.int64)
+    W = hw.WARP_SIZE
+    for j in range(uk.shape[0]):
+        lanes = [(lane, int(uk[j, lane]), int(uk[j, W + lane]) if uk[j, 2 * W + lane] == 3 else None)
+                 for lane in range(W) if uk[j, 2 * W + lane] >= 2]
+        if lanes:
+            r = hw.ldgsts_wavefronts(lanes, t.access_bytes)
+            wf[j], ideal[j] = r.wavefronts, r.ideal
+    inv = inv.reshape(-1)
+    return wf[inv], ideal[inv]
+
+
+def ldgsts_block_stats(t: AccessTable, src: AccessTable, zfill: bool) -> dict[str, np.ndarray]:
+    """:func:`block_stats` for a ``cp.async.ca`` destination (``ldgsts_instruction_wavefronts``)."""
+    nb = int(t.blocks.size)
+    wf_i, ideal_i = ldgsts_instruction_wavefronts(t, src, zfill)
+    wf, ideal = wf_i.reshape(nb, -1), ideal_i.reshape(nb, -1)
+    active = ideal > 0
+    ex = np.where(active, wf - ideal, -1)
+    empty = ex.shape[1] == 0
+    return {"instructions": active.sum(axis=1, dtype=np.int64), "wavefronts": wf.sum(axis=1, dtype=np.int64),
+            "ideal_wavefronts": ideal.sum(axis=1, dtype=np.int64),
+            "conflicted_instructions": (ex > 0).sum(axis=1, dtype=np.int64),
+            "max_wf": np.zeros(nb, dtype=np.int64) if empty else wf.max(axis=1).astype(np.int64),
+            "best": np.full(nb, -1, dtype=np.int64) if empty else ex.max(axis=1).astype(np.int64),
+            "best_i": np.zeros(nb, dtype=np.int64) if empty else ex.argmax(axis=1)}
+
+
 class BankConflicts(Accumulator):
     def __init__(self, side: SideModel, max_extra: int | None) -> None:
         self.side = side
@@ -96,6 +147,10 @@ class BankConflicts(Accumulator):
 
     def add(self, t: AccessTable, weights: np.ndarray) -> None:
         if len(t) == 0:
+            return
+        src = t.meta.get("ldgsts_src")
+        if src is not None and ldgsts_rule(self.side):
+            self._add_ldgsts(t, src, weights)
             return
         v = view_of(t)
         # a shift by a multiple of 128 bytes keeps every bank and every distinct word distinct
@@ -113,6 +168,33 @@ class BankConflicts(Accumulator):
                 one = t.select_blocks(np.array([b]))
                 i = int(st["best_i"][b])
                 self.worst = self._describe(one, i, phase_wavefronts(one)[i])
+
+    def _add_ldgsts(self, t: AccessTable, src: AccessTable, weights: np.ndarray) -> None:
+        """A ``cp.async.ca`` destination: the LDGSTS rule, every block computed (the global
+        side's lines decide the wavefronts, so the shared pattern alone is no key)."""
+        zfill = bool(self.side.copy_op and self.side.copy_op.split("<", 1)[0].endswith("_ZFILL"))
+        st = ldgsts_block_stats(t, src, zfill)
+        w = np.asarray(weights, dtype=np.int64)
+        for k in self.tot:
+            self.tot[k] += int((st[k] * w).sum())
+        if (st["best"] >= 0).any():
+            self.max_wf = max(self.max_wf, int(st["max_wf"].max()))
+            b = int(np.argmax(st["best"]))
+            if int(st["best"][b]) > self.worst_extra:
+                self.worst_extra = int(st["best"][b])
+                i = int(st["best_i"][b])
+                one, one_src = t.select_blocks(np.array([b])), src.select_blocks(np.array([b]))
+                wf, ideal = ldgsts_instruction_wavefronts(one, one_src, zfill)
+                rows = np.arange(i * one.instruction_rows, (i + 1) * one.instruction_rows, one.vec)
+                first = one.row(int(rows[0]))
+                lines = sorted({int(one_src.addr[r]) // hw.LINE_BYTES for r in rows if one.pred[r]})
+                self.worst = {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE,
+                              "step": first["step"], "wavefronts": int(wf[i]), "ideal": int(ideal[i]),
+                              "global_lines": len(lines), "rule": "ldgsts",
+                              "lanes": [{"warp_lane": int(one.lane[r]), "thread": int(one.thread[r]),
+                                         "address": int(one.addr[r]), "global_address": int(one_src.addr[r]),
+                                         "coordinate": tuple(int(c[r]) for c in one.coords)}
+                                        for r in rows if one.pred[r]]}
 
     @staticmethod
     def _describe(t: AccessTable, i: int, pw: np.ndarray) -> dict[str, Any]:
@@ -155,7 +237,18 @@ class BankConflicts(Accumulator):
         res = CheckResult(check="bank_conflicts", stage=self.side.stage, side=self.side.which, status="PASS",
                           summary=summary)
         w = self.worst
-        if w and w["wavefronts"] > w["ideal"]:
+        if w and w["wavefronts"] > w["ideal"] and w.get("rule") == "ldgsts":
+            over = self.max_extra is not None and w["wavefronts"] - w["ideal"] > self.max_extra
+            res.add(Finding(check="bank_conflicts", kind="conflict", stage=self.side.stage, side=self.side.which,
+                            witness=w, severity="error" if over else "warning",
+                            message=f"block {w['block']} warp {w['warp']} step {w['step']}: cp.async (LDGSTS) "
+                                    f"writes {w['wavefronts']} wavefronts (ideal {w['ideal']}): it writes shared "
+                                    f"memory one global 128-byte line at a time and its lanes read "
+                                    f"{w['global_lines']} lines"),
+                    self.tot["conflicted_instructions"])
+            if over:
+                res.fail()
+        elif w and w["wavefronts"] > w["ideal"]:
             ls = w["lanes"]
             named = ", ".join(f"lane {d['warp_lane']}: word {d['word']}" for d in ls[:8]) + (
                 f", ... ({len(ls)} lanes)" if len(ls) > 8 else "")
@@ -169,6 +262,13 @@ class BankConflicts(Accumulator):
             if over:
                 res.fail()
         return res
+
+
+def ldgsts_rule(side: SideModel) -> bool:
+    """Whether a cp.async destination's wavefronts follow :func:`threadmap.hardware.ldgsts_wavefronts`:
+    the L1-allocating ``SM80_CP_ASYNC_CACHEALWAYS*`` form (the bypassing form's shared writes
+    are not a function of the addresses in the hardware counters: the store rule is kept)."""
+    return side.copy_op is not None and side.copy_op.startswith("SM80_CP_ASYNC_CACHEALWAYS")
 
 
 def check_bank_conflicts(tables: AccessTable | Sequence[AccessTable], *, max_extra: int | None = None) -> CheckResult:

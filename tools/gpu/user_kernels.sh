@@ -46,8 +46,14 @@ for cu in examples/cute_transpose/*.cu; do
   done
 done
 # the library's cp.async stages: the behaviour kernels issue LDGSTS; counters beside the prediction
+# and the same tiles with the L1-allocating atom (CACHEALWAYS), whose shared side is predicted
+ca=$(mktemp -d)
+for t in a_128x32 b_64x64; do
+  sed 's/SM80_CP_ASYNC_CACHEGLOBAL</SM80_CP_ASYNC_CACHEALWAYS</' "specs/cutlass/sm80_f16_gemm_${t}_warpraked.yaml" \
+    > "$ca/sm80_f16_gemm_${t}_warpraked_cachealways.yaml"
+done
 python3 -m threadmap.cli gpu specs/cutlass/sm80_f16_gemm_a_128x32_warpraked.yaml \
-  specs/cutlass/sm80_f16_gemm_b_64x64_warpraked.yaml --counters --json "$OUT/cp_async.json" -o "$OUT/cp_async.txt" \
+  specs/cutlass/sm80_f16_gemm_b_64x64_warpraked.yaml "$ca"/*.yaml --counters --json "$OUT/cp_async.json" -o "$OUT/cp_async.txt" \
   > "$OUT/cp_async.log" 2>&1
 rc=$?
 echo "cp.async counters exit $rc" | tee -a "$OUT/summary.txt"
