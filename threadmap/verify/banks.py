@@ -8,6 +8,11 @@ phases with an active lane.  ``extra = wavefronts - ideal`` are the conflict wav
 Compare with Nsight Compute's ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum``
 and ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum``.
 
+A ``cp.async.ca`` destination (``SM80_CP_ASYNC_CACHEALWAYS*``, one ``LDGSTS`` for both sides)
+is counted by :func:`threadmap.hardware.ldgsts_wavefronts` instead: its shared writes arrive one
+global 128-byte line at a time, so the source side's lines decide the wavefronts (each distinct
+instruction pattern computed once; the finding names the lines read).
+
 The enumeration sorts each phase's words by (bank, word) (one small sort per phase) and
 takes the longest run of distinct words of one bank.
 """
