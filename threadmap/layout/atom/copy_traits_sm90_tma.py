@@ -1,0 +1,345 @@
+"""SM90 TMA copies as CuTe builds them (``cute/atom/copy_traits_sm90_tma.hpp``,
+``copy_traits_sm90_tma_swizzle.hpp``): from a global tensor's layout, a shared-memory tile
+layout, a CTA tile and a multicast size, the tensor-map descriptor that
+``cuTensorMapEncodeTiled`` receives, the rules it must satisfy, and the shared-memory image
+one TMA box writes.
+
+The construction follows the header step by step (``make_tma_copy`` ->
+``make_tma_copy_tiled`` -> ``make_tma_copy_atom`` -> ``construct_tma_gbasis`` ->
+``make_tma_copy_desc``), in the element type of the global tensor (CuTe's default
+``TmaInternalType``):
+
+1. ``cta_v_map = make_identity_layout(shape(gmem)).compose(cta_tile)``: CTA value -> global mode;
+2. ``sidx2gmode = coalesce(cta_v_map o right_inverse(smem))``, cut before the first mode whose
+   basis is not scaled by 1 (where shared memory stops being contiguous in a global mode);
+3. the global strides of those modes, merged while contiguous up to 256 elements
+   (:func:`coalesce_256`): the box's modes; global modes the box does not cover are appended
+   with extent 1; modes beyond the fifth are grouped into it (TMA's rank limit);
+4. per TMA mode the global extent and stride (:func:`fill_tma_gmem_shape_stride`, a gcd
+   recurrence where one TMA mode spans several global modes), in bytes; the box extents are
+   the modes' sizes, the last ones divided by the multicast size.
+
+Where the header asserts (or the driver refuses), :func:`make_tma_copy` records a
+:class:`TmaViolation` naming the rule and when it bites, instead of failing: the descriptor of
+a kernel being verified is reported, not trusted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadmap.errors import LayoutError
+from threadmap.layout.arithmetic_tuple import ScaledBasis
+from threadmap.layout.int_tuple import flatten, product
+from threadmap.layout.layout import (Layout, coalesce, composition, make_identity_layout, make_layout, right_inverse,
+                                     size)
+from threadmap.layout.layout_composed import ComposedLayout
+from threadmap.layout.swizzle import Swizzle
+
+#: the TMA copy operations of ``cute/arch/copy_sm90_tma.hpp`` make_tma_copy accepts
+TMA_OPS = ("SM90_TMA_LOAD", "SM90_TMA_LOAD_MULTICAST", "SM90_TMA_STORE")
+#: CUtensorMapSwizzle, by its name in ``cuda.h``
+SWIZZLE_MODES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 1: "CU_TENSOR_MAP_SWIZZLE_32B",
+                 2: "CU_TENSOR_MAP_SWIZZLE_64B", 3: "CU_TENSOR_MAP_SWIZZLE_128B"}
+#: bytes of the swizzle span (the inner box extent times the element size must not exceed it)
+SWIZZLE_SPAN = {0: None, 1: 32, 2: 64, 3: 128}
+#: CUtensorMapDataType of ``TMA::to_CUtensorMapDataType`` for the element types threadmap knows
+DATA_TYPES = {"u8": 0, "i8": 0, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 8,
+              "bf16": 9, "tf32": 7}
+
+
+@dataclass(frozen=True)
+class TmaViolation:
+    """One rule the descriptor breaks: ``rule`` (the header's or the driver's), ``when``
+    (``compile time``: a static_assert; ``descriptor creation``: an assert in
+    ``make_tma_copy_desc`` or ``cuTensorMapEncodeTiled`` refusing it; ``silently``: the copy
+    runs and moves the wrong bytes), and the values that break it."""
+
+    rule: str
+    when: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class TmaDescriptor:
+    """What ``cuTensorMapEncodeTiled`` receives (``globalStrides`` without the implicit
+    first one; strides in bytes)."""
+
+    data_type: int
+    elem_bytes: int
+    rank: int
+    global_address: int
+    global_dim: tuple[int, ...]
+    global_strides: tuple[int, ...]
+    box_dim: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: int = 0
+    swizzle: int = 0
+    l2_promotion: int = 2
+    oob_fill: int = 0
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one box moves (the mbarrier's expected transaction count for one load)."""
+        return math.prod(self.box_dim) * self.elem_bytes
+
+
+@dataclass
+class TmaCopy:
+    """A TMA copy: its descriptor, the TMA-mode -> global-mode basis (``tma_gbasis``), the
+    shared layout it writes, and the rules it breaks."""
+
+    op: str
+    elem_bits: int
+    gmem: Layout
+    smem: Any
+    swizzle: Swizzle | None
+    tma_gbasis: Layout
+    desc: TmaDescriptor
+    num_multicast: int
+    violations: list[TmaViolation] = field(default_factory=list)
+
+    @property
+    def box_elements(self) -> int:
+        """Elements one TMA instruction moves (the box)."""
+        return math.prod(self.desc.box_dim)
+
+
+def basis_get(e: ScaledBasis, t: Any) -> Any:
+    """``basis_get(E<path...>, t)``: the leaf of ``t`` at the basis's path (its scale ignored)."""
+    for i in e.path:
+        t = t[i]
+    return t
+
+
+def _static(*xs: Any) -> bool:
+    """Whether every value is a static integer (threadmap's plain ``int``; ``Dyn`` is dynamic)."""
+    return all(type(x) is int for x in xs)
+
+
+def coalesce_256(layout: Layout) -> Layout:
+    """The header's ``coalesce_256``: flatten, then merge each mode into the previous one where
+    ``shape_prev * stride_prev == stride`` and the merged extent stays <= 256 (TMA's largest
+    box extent) are *static* truths (a dynamic stride is never merged), dropping static size-1
+    modes.  Law: same size, and the same function on ``[0, size)``."""
+    shp, std = flatten(layout.shape), flatten(layout.stride)
+    if not isinstance(shp, tuple):
+        shp, std = (shp,), (std,)
+    ns, nd = [shp[0]], [std[0]]
+    for s, d in zip(shp[1:], std[1:]):
+        if _static(s) and s == 1:
+            continue
+        if len(ns) == 1 and _static(ns[-1]) and ns[-1] == 1:
+            ns[-1], nd[-1] = s, d
+        elif _static(ns[-1], nd[-1], d, s) and ns[-1] * nd[-1] == d and s * ns[-1] <= 256:
+            ns[-1] *= s
+        else:
+            ns.append(s)
+            nd.append(d)
+    return make_layout(tuple(ns), tuple(nd)) if len(ns) > 1 else make_layout(ns[0], nd[0])
+
+
+def _modes(layout: Layout) -> list[tuple[Any, Any]]:
+    """The top-level modes of ``layout`` as (shape, stride) pairs."""
+    if isinstance(layout.shape, tuple):
+        return list(zip(layout.shape, layout.stride))
+    return [(layout.shape, layout.stride)]
+
+
+def _leaves(t: Any) -> list[Any]:
+    f = flatten(t)
+    return list(f) if isinstance(f, tuple) else [f]
+
+
+def construct_tma_gbasis(gmem: Layout, smem: Layout, cta_v_map: Layout) -> Layout:
+    """The header's ``construct_tma_gbasis``: TMA mode -> global mode(s), the box's shape
+    (module docstring, steps 2-3).  ``smem`` is the shared layout without its swizzle."""
+    if size(smem) != size(cta_v_map):
+        raise LayoutError(f"TMA requires CTA_Tile and SLayout top-level size equivalence: "
+                          f"size({smem}) != size({cta_v_map})")
+    inv = right_inverse(smem)
+    full = coalesce(composition(cta_v_map, inv))
+    modes = _modes(full)
+    rank = next((i for i, (_, d) in enumerate(modes)
+                 if not (isinstance(d, ScaledBasis) and _static(d.value) and d.value == 1)), len(modes))
+    if rank == 0:
+        raise LayoutError("Could not find a common tile-gmem vectorization. Does the Tile select out major "
+                          "GMEM modes?")
+    kept = modes[:rank]
+    # tile_gstride: the global strides of those modes (composition with the basis strides)
+    gstride = [(s, basis_get(d, gmem.stride) * d.value) for s, d in kept]
+    tma_gstride = coalesce_256(make_layout(tuple(s for s, _ in gstride), tuple(d for _, d in gstride)))
+    tile_gbasis = make_layout(tuple(s for s, _ in kept), tuple(d for _, d in kept))
+    tshape = tma_gstride.shape if isinstance(tma_gstride.shape, tuple) else (tma_gstride.shape,)
+    tile = composition(tile_gbasis, make_layout(tshape))
+    tile_modes = _modes(tile) if isinstance(tma_gstride.shape, tuple) else [(tile.shape, tile.stride)]
+    present = _leaves(tuple(d for _, d in tile_modes))
+    ident = make_identity_layout(gmem.shape)
+    remaining = [e for s, d, e in zip(_leaves(gmem.shape), _leaves(gmem.stride), _leaves(ident.stride))
+                 if not (_static(s) and s == 1) and not (_static(d) and d == 0) and not any(isinstance(p, ScaledBasis) and p.path == e.path and p.value == 1
+                                                  for p in present)]
+    all_modes = tile_modes + [(1, e) for e in remaining]
+    if len(all_modes) > 5:  # group<4, -1>: TMA's rank is at most 5
+        all_modes = all_modes[:4] + [(tuple(s for s, _ in all_modes[4:]), tuple(d for _, d in all_modes[4:]))]
+    return make_layout(tuple(s for s, _ in all_modes), tuple(d for _, d in all_modes))
+
+
+def fill_tma_gmem_shape_stride(gmem: Layout, tma_gbasis: Layout) -> tuple[list[int], list[int]]:
+    """The header's ``fill_tma_gmem_shape_stride``: per TMA mode the global extent and stride
+    (elements); a mode spanning several global modes takes the gcd of their strides and the
+    extent ``(s0 - 1) * d0 / g + (s1 - 1) * d1 / g + 1`` (folded left)."""
+    shp, std = [1] * 5, [0] * 5
+    for i, (_, d) in enumerate(_modes(tma_gbasis)):
+        bases = _leaves(d)
+        if len(bases) == 1:
+            shp[i], std[i] = int(basis_get(bases[0], gmem.shape)), int(basis_get(bases[0], gmem.stride))
+            continue
+        for e in bases:
+            sj, dj = int(basis_get(e, gmem.shape)), int(basis_get(e, gmem.stride))
+            old = std[i]
+            std[i] = math.gcd(std[i], dj)
+            if std[i] != 0:
+                shp[i] = (shp[i] - 1) * (old // std[i]) + (sj - 1) * (dj // std[i]) + 1
+            else:
+                shp[i] = sj
+    return shp, std
+
+
+def tma_swizzle(sw: Swizzle | None, elem_bits: int) -> tuple[int, list[TmaViolation]]:
+    """``get_tma_swizzle_bits`` of a shared layout's swizzle, given on element offsets as
+    threadmap's layouts write it (CuTe's GMMA atoms write the same function on byte offsets:
+    ``Swizzle<B, M + log2(bytes per element), S>``): the CUtensorMapSwizzle, and a violation
+    where the header has no TMA mode for it (a static_assert)."""
+    if sw is None or sw.num_bits == 0:
+        return 0, []
+    eb = elem_bits // 8
+    shift = eb.bit_length() - 1 if eb > 0 and eb & (eb - 1) == 0 else None
+    m = None if shift is None else sw.num_base + shift
+    if m == 4 and 0 <= sw.num_bits <= 3 and sw.num_shft == 3:
+        return sw.num_bits, []
+    return 0, [TmaViolation(
+        "get_tma_swizzle_bits: a TMA swizzle is Swizzle<B,4,3> on byte offsets (B = 1, 2, 3: 32, 64, 128 bytes)",
+        "compile time",
+        f"Swizzle<{sw.num_bits},{sw.num_base},{sw.num_shft}> on {elem_bits}-bit elements is "
+        f"Swizzle<{sw.num_bits},{m},{sw.num_shft}> on bytes")]
+
+
+def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluster_size: int = 1, *,
+                  elem_bits: int = 16, data_type: str = "f16", address: int = 0) -> TmaCopy:
+    """``make_tma_copy(op, gtensor, slayout, cta_tile, cluster_size)`` for a global tensor of
+    ``gmem`` (element offsets, element type ``data_type`` of ``elem_bits``) at byte ``address``
+    and a shared tile ``smem`` (a Layout, or a swizzle composed with one, on element offsets);
+    ``cta_tile`` defaults to ``product_each(shape(smem))``.  Law: the box (``desc.box_dim``)
+    holds ``size(smem) / (number of boxes)`` elements and every descriptor field is what
+    ``cuTensorMapEncodeTiled`` receives from the header for the same arguments."""
+    if op not in TMA_OPS:
+        raise LayoutError(f"make_tma_copy: the copy operation must be one of {', '.join(TMA_OPS)}, got {op!r}")
+    if cluster_size < 1 or cluster_size & (cluster_size - 1):
+        raise LayoutError(f"make_tma_copy: the multicast size must be a power of 2, got {cluster_size}")
+    sw: Swizzle | None = None
+    inner = smem
+    if isinstance(smem, ComposedLayout):
+        if not isinstance(smem.layout_a, Swizzle) or smem.offset != 0:
+            raise LayoutError(f"make_tma_copy: a shared layout is a Layout or Swizzle o Layout, got {smem}")
+        sw, inner = smem.layout_a, smem.layout_b
+    if not isinstance(inner, Layout):
+        raise LayoutError(f"make_tma_copy: a shared layout is a Layout or Swizzle o Layout, got {smem!r}")
+    if cta_tile is None:
+        cta_tile = tuple(product(s) for s in inner.shape) if isinstance(inner.shape, tuple) else (inner.shape,)
+    cta_v_map = composition(make_identity_layout(gmem.shape), cta_tile)
+    tma_gbasis = construct_tma_gbasis(gmem, inner, cta_v_map)
+    desc, violations = make_tma_copy_desc(gmem, tma_gbasis, sw, cluster_size, elem_bits=elem_bits,
+                                          data_type=data_type, address=address)
+    return TmaCopy(op, elem_bits, gmem, smem, sw, tma_gbasis, desc, cluster_size, violations)
+
+
+def make_tma_copy_desc(gmem: Layout, tma_gbasis: Layout, sw: Swizzle | None, num_multicast: int, *,
+                       elem_bits: int, data_type: str, address: int) -> tuple[TmaDescriptor, list[TmaViolation]]:
+    """The header's ``make_tma_copy_desc``: the descriptor and every assert it would fail
+    (module docstring, step 4)."""
+    out: list[TmaViolation] = []
+    at_desc = "descriptor creation"
+    shp, std = fill_tma_gmem_shape_stride(gmem, tma_gbasis)
+    rank = len(_modes(tma_gbasis))
+    if address % 16:
+        out.append(TmaViolation("the global address must be 16-byte aligned", at_desc, f"address {address:#x}"))
+    for i in range(5):
+        if not 1 <= shp[i] <= 1 << 32:
+            out.append(TmaViolation("a global extent is 1 .. 2^32", at_desc, f"globalDim[{i}] = {shp[i]}"))
+    if std[0] != 1:
+        out.append(TmaViolation("the first TMA mode has stride 1 (the descriptor stores no first stride): "
+                                "Majorness of smem doesn't match majorness of gmem", at_desc,
+                                f"stride of the first TMA mode = {std[0]} elements"))
+    bstride = [s * elem_bits // 8 for s in std]
+    for i in range(1, 5):
+        if bstride[i] >= 1 << 40:
+            out.append(TmaViolation("a global stride is < 2^40 bytes", at_desc, f"globalStrides[{i - 1}] = {bstride[i]}"))
+        if bstride[i] % 16:
+            out.append(TmaViolation("a global stride is a multiple of 16 bytes", at_desc,
+                                    f"globalStrides[{i - 1}] = {bstride[i]} bytes"))
+    box = [1] * 5
+    for i, (s, _) in enumerate(_modes(tma_gbasis)):
+        box[i] = int(product(s))
+    i, mc = rank - 1, num_multicast
+    while mc > 1 and i >= 0:
+        if box[i] % mc and mc % box[i]:
+            out.append(TmaViolation("the multicast size divides the box (or the box's extent divides it)",
+                                    at_desc, f"box extent {box[i]} of mode {i}, multicast {mc}"))
+        new = -(-mc // box[i])
+        box[i] = -(-box[i] // mc)
+        mc, i = new, i - 1
+    for j in range(5):
+        if not 1 <= box[j] <= 256:
+            out.append(TmaViolation("a box extent is 1 .. 256", at_desc, f"boxDim[{j}] = {box[j]}"))
+    mode, bad = tma_swizzle(sw, elem_bits)
+    out += bad
+    span = SWIZZLE_SPAN[mode]
+    if span is not None and box[0] * elem_bits // 8 > span:
+        out.append(TmaViolation("the inner box extent times the element size is at most the swizzle span "
+                                "(cuTensorMapEncodeTiled)", at_desc,
+                                f"boxDim[0] = {box[0]} x {elem_bits // 8} B > {span} B"))
+    if box[0] * elem_bits // 8 % 16:
+        out.append(TmaViolation("the inner box extent times the element size is a multiple of 16 bytes "
+                                "(cuTensorMapEncodeTiled)", at_desc, f"boxDim[0] = {box[0]} x {elem_bits // 8} B"))
+    desc = TmaDescriptor(DATA_TYPES.get(data_type, -1), elem_bits // 8, rank, address, tuple(shp[:rank]),
+                         tuple(bstride[1:rank]), tuple(box[:rank]), (1,) * rank, 0, mode, 2, 0)
+    return desc, out
+
+
+def tma_swizzle_bytes(byte_address: int, mode: int) -> int:
+    """Where TMA puts the byte it would put at ``byte_address`` unswizzled (absolute shared
+    address bits, ``CUtensorMapSwizzle`` ``mode``): 32/64/128-byte swizzles XOR the 16-byte
+    chunk bits ``[4, 4 + B)`` with the bits ``[7, 7 + B)`` (B = 1, 2, 3), i.e. CuTe's
+    ``Swizzle<B,4,3>`` on byte addresses.  Law: an involution on every 1024-byte-aligned block."""
+    if mode == 0:
+        return byte_address
+    mask = (1 << mode) - 1
+    return byte_address ^ (((byte_address >> 7) & mask) << 4)
+
+
+def tma_box_image(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 0) -> dict[int, int | None]:
+    """What one TMA load of the box at TMA coordinate ``coord`` (one per descriptor mode)
+    writes: shared byte offset from ``smem_base`` (the destination's absolute shared address;
+    the swizzle acts on absolute address bits) -> global element
+    offset of the element whose first byte lands there, or None where the element is out of
+    the tensor and filled with zeros.  Box element ``(b0, .., b4)`` goes to
+    ``smem_base + (b0 + box0 * (b1 + box1 * (...))) * elem_bytes``, swizzled by
+    :func:`tma_swizzle_bytes`; its global coordinate is ``coord + b`` per mode."""
+    if len(coord) != desc.rank:
+        raise LayoutError(f"a TMA coordinate has {desc.rank} modes, got {coord!r}")
+    strides = (1, *(s // desc.elem_bytes for s in desc.global_strides))
+    out: dict[int, int | None] = {}
+    eb = desc.elem_bytes
+    total = math.prod(desc.box_dim)
+    for lin in range(total):
+        b, r = [], lin
+        for ext in desc.box_dim:
+            b.append(r % ext)
+            r //= ext
+        g = [c + x for c, x in zip(coord, b)]
+        inside = all(0 <= gi < d for gi, d in zip(g, desc.global_dim))
+        off = tma_swizzle_bytes(smem_base + lin * eb, desc.swizzle) - smem_base
+        out[off] = sum(gi * s for gi, s in zip(g, strides)) if inside else None
+    return out

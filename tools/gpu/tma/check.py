@@ -1,0 +1,51 @@
+"""Compare tma_image's dump with ``tma_box_image`` for every case of cases.py.
+
+    python tools/gpu/tma/check.py DUMP [OUT_JSON]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from cases import cases  # noqa: E402
+
+from threadmap.layout.atom.copy_traits_sm90_tma import tma_box_image  # noqa: E402
+
+REGION = 64 * 1024
+
+
+def expected(t, coord: tuple[int, ...], base: int) -> bytearray:  # type: ignore[no-untyped-def]
+    out = bytearray([0xAA]) * REGION
+    eb = t.desc.elem_bytes
+    for off, e in tma_box_image(t.desc, coord, base).items():
+        for j in range(eb):
+            out[base + off + j] = 0 if e is None else (((e * eb + j) * 131 + 7) & 0xFF)
+    return out
+
+
+def main() -> int:
+    dump = Path(sys.argv[1]).read_bytes()
+    rows, bad = [], 0
+    for i, (name, t, coord, base) in enumerate(cases()):
+        got = dump[i * REGION:(i + 1) * REGION]
+        want = expected(t, coord, base)
+        diff = sum(1 for a, b in zip(got, want) if a != b)
+        bad += diff > 0
+        rows.append({"case": name, "rank": t.desc.rank, "swizzle": t.desc.swizzle, "box": list(t.desc.box_dim),
+                     "coord": list(coord), "smem_offset": base, "bytes_differing": diff,
+                     "box_bytes": t.desc.box_bytes})
+        print(f"{name:28s} rank {t.desc.rank} sw {t.desc.swizzle} box {t.desc.box_dim} at {coord} +{base}: "
+              f"{diff} bytes differ")
+    print(f"{len(rows)} loads, {len(rows) - bad} identical, {bad} differ")
+    if len(sys.argv) > 2:
+        Path(sys.argv[2]).write_text(json.dumps({"loads": rows}, indent=1) + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
