@@ -319,6 +319,20 @@ def tma_swizzle_bytes(byte_address: int, mode: int) -> int:
     return byte_address ^ (((byte_address >> 7) & mask) << 4)
 
 
+def tma_load_violations(desc: TmaDescriptor, coord: tuple[int, ...]) -> list[TmaViolation]:
+    """The rules one TMA load at box coordinate ``coord`` must satisfy beyond the descriptor's:
+    the box's first element in the innermost dimension starts on a 16-byte boundary of the
+    tensor (measured on an H200: a load off it stops the kernel with an illegal instruction;
+    out-of-bounds coordinates are otherwise fine and zero-filled)."""
+    if len(coord) != desc.rank:
+        raise LayoutError(f"a TMA coordinate has {desc.rank} modes, got {coord!r}")
+    if coord[0] * desc.elem_bytes % 16:
+        return [TmaViolation("a TMA box starts on a 16-byte boundary in the innermost dimension", "run time",
+                             f"coordinate {coord[0]} x {desc.elem_bytes} B = {coord[0] * desc.elem_bytes} B: "
+                             "illegal instruction")]
+    return []
+
+
 def tma_box_image(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 0) -> dict[int, int | None]:
     """What one TMA load of the box at TMA coordinate ``coord`` (one per descriptor mode)
     writes: shared byte offset from ``smem_base`` (the destination's absolute shared address;

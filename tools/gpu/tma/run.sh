@@ -14,5 +14,14 @@ python3 tools/gpu/tma/cases.py > "$OUT/cases.txt" || exit 1
 "$OUT/tma_image" "$OUT/cases.txt" "$OUT/dump.bin" > "$OUT/run.txt" 2>&1 || { tail -5 "$OUT/run.txt"; exit 1; }
 python3 tools/gpu/tma/check.py "$OUT/dump.bin" "$OUT/tma_h200.json" > "$OUT/check.txt"
 rc=$?
+# the loads whose box starts off 16 bytes: one process each (a trap ends the CUDA context)
+python3 tools/gpu/tma/cases.py traps > "$OUT/traps.txt"
+: > "$OUT/traps_result.txt"
+while read -r head && read -r body; do
+  printf '%s\n%s\n' "$head" "$body" > "$OUT/one.txt"
+  "$OUT/tma_image" "$OUT/one.txt" "$OUT/one.bin" > "$OUT/one.log" 2>&1
+  echo "${head%% *} exit $? $(tail -1 "$OUT/one.log")" >> "$OUT/traps_result.txt"
+done < "$OUT/traps.txt"
+cat "$OUT/traps_result.txt"
 tail -1 "$OUT/check.txt"
 exit $rc
