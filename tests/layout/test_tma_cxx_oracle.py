@@ -98,7 +98,8 @@ CASES = [
                         ("float", {"SW128": "_64{},_16{}", "SW64": "_32{},_32{}"}))
       for sw, shape in shapes.items()],
     # the GEMM mainloops' call: a batched (M,K,L) tensor, the (BLK_M,BLK_K) tile of one stage
-    Case("batched_gemm_a", "half_t", (4096, 1024, 3), (1024, 1, 4096 * 1024), _gmma("K_SW128", "half_t", "_128{},_64{}"),
+    Case("batched_gemm_a", "half_t", (4096, 1024, 3), (1024, 1, 4096 * 1024),
+         _gmma("K_SW128", "half_t", "_128{},_64{}"),
          ("make_shape(_128{}, _64{})", (128, 64))),
     Case("batched_gemm_b_mn", "half_t", (2048, 512, 2), (1, 2048, 2048 * 512),
          _gmma("MN_SW128", "half_t", "_256{},_64{}"), ("make_shape(_256{}, _64{})", (256, 64))),

@@ -20,6 +20,7 @@ inside mirror CuTe's headers::
     atom.mma_traits    MMA atoms                              atom/mma_traits*.hpp
     atom.mma_atom      TiledMMA, ThrMMA                       atom/mma_atom.hpp
     atom.mma_traits_sm90_gmma  GMMA smem layout atoms         atom/mma_traits_sm90_gmma.hpp
+    atom.copy_traits_sm90_tma  TMA descriptors and images     atom/copy_traits_sm90_tma.hpp
     parse, calculator, printing, table, backend: threadmap's own (text, CLI, evaluation)
     tiled, mma_atoms: the former module names, re-exporting atom.*
 
@@ -57,6 +58,13 @@ from threadmap.layout.atom.copy_traits import (
     UniversalCopy,
     get_copy_op,
     type_bits,
+)
+from threadmap.layout.atom.copy_traits_sm90_tma import (
+    TmaCopy,
+    TmaDescriptor,
+    TmaViolation,
+    make_tma_atom,
+    make_tma_copy,
 )
 from threadmap.layout.atom.mma_atom import (
     ThrMMA,
@@ -118,7 +126,8 @@ from threadmap.layout.tensor import (
     outer_partition,
 )
 
-__all__ = [*layout.__all__, "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
+__all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tma_atom", "make_tma_copy",
+           "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
            "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",
            "tuple_max", "unflatten",

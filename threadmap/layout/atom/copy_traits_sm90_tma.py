@@ -33,8 +33,15 @@ from typing import Any
 from threadmap.errors import LayoutError
 from threadmap.layout.arithmetic_tuple import ScaledBasis
 from threadmap.layout.int_tuple import flatten, product
-from threadmap.layout.layout import (Layout, coalesce, composition, make_identity_layout, make_layout, right_inverse,
-                                     size)
+from threadmap.layout.layout import (
+    Layout,
+    coalesce,
+    composition,
+    make_identity_layout,
+    make_layout,
+    right_inverse,
+    size,
+)
 from threadmap.layout.layout_composed import ComposedLayout
 from threadmap.layout.swizzle import Swizzle
 
@@ -105,6 +112,11 @@ class TmaCopy:
     def box_elements(self) -> int:
         """Elements one TMA instruction moves (the box)."""
         return math.prod(self.desc.box_dim)
+
+    def image(self, coord: tuple[int, ...], smem_base: int = 0) -> dict[int, int | None]:
+        """:func:`tma_box_image` of this copy's descriptor: shared byte offset -> global element
+        offset (None: zero fill) for one box loaded at TMA coordinate ``coord``."""
+        return tma_box_image(self.desc, coord, smem_base)
 
 
 def basis_get(e: ScaledBasis, t: Any) -> Any:
@@ -178,8 +190,8 @@ def construct_tma_gbasis(gmem: Layout, smem: Layout, cta_v_map: Layout) -> Layou
     present = _leaves(tuple(d for _, d in tile_modes))
     ident = make_identity_layout(gmem.shape)
     remaining = [e for s, d, e in zip(_leaves(gmem.shape), _leaves(gmem.stride), _leaves(ident.stride))
-                 if not (_static(s) and s == 1) and not (_static(d) and d == 0) and not any(isinstance(p, ScaledBasis) and p.path == e.path and p.value == 1
-                                                  for p in present)]
+                 if not (_static(s) and s == 1) and not (_static(d) and d == 0)
+                 and not any(isinstance(p, ScaledBasis) and p.path == e.path and p.value == 1 for p in present)]
     all_modes = tile_modes + [(1, e) for e in remaining]
     if len(all_modes) > 5:  # group<4, -1>: TMA's rank is at most 5
         all_modes = all_modes[:4] + [(tuple(s for s, _ in all_modes[4:]), tuple(d for _, d in all_modes[4:]))]
@@ -255,6 +267,14 @@ def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluste
     return TmaCopy(op, elem_bits, gmem, smem, sw, tma_gbasis, desc, cluster_size, violations)
 
 
+def make_tma_atom(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, num_multicast: int = 1, *,
+                  elem_bits: int = 16, data_type: str = "f16", address: int = 0) -> TmaCopy:
+    """``make_tma_atom``: the same construction as :func:`make_tma_copy` (CuTe returns the atom
+    without the tiled copy's thread layout, which a TMA copy issues from one thread)."""
+    return make_tma_copy(op, gmem, smem, cta_tile, num_multicast, elem_bits=elem_bits, data_type=data_type,
+                         address=address)
+
+
 def make_tma_copy_desc(gmem: Layout, tma_gbasis: Layout, sw: Swizzle | None, num_multicast: int, *,
                        elem_bits: int, data_type: str, address: int) -> tuple[TmaDescriptor, list[TmaViolation]]:
     """The header's ``make_tma_copy_desc``: the descriptor and every assert it would fail
@@ -275,7 +295,8 @@ def make_tma_copy_desc(gmem: Layout, tma_gbasis: Layout, sw: Swizzle | None, num
     bstride = [s * elem_bits // 8 for s in std]
     for i in range(1, 5):
         if bstride[i] >= 1 << 40:
-            out.append(TmaViolation("a global stride is < 2^40 bytes", at_desc, f"globalStrides[{i - 1}] = {bstride[i]}"))
+            out.append(TmaViolation("a global stride is < 2^40 bytes", at_desc,
+                                    f"globalStrides[{i - 1}] = {bstride[i]}"))
         if bstride[i] % 16:
             out.append(TmaViolation("a global stride is a multiple of 16 bytes", at_desc,
                                     f"globalStrides[{i - 1}] = {bstride[i]} bytes"))
