@@ -43,6 +43,7 @@ from threadmap.layout.layout import (
     size,
 )
 from threadmap.layout.layout_composed import ComposedLayout
+from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.swizzle import Swizzle
 
 #: the TMA copy operations of ``cute/arch/copy_sm90_tma.hpp`` make_tma_copy accepts
@@ -107,6 +108,7 @@ class TmaCopy:
     desc: TmaDescriptor
     num_multicast: int
     violations: list[TmaViolation] = field(default_factory=list)
+    cta_tile: Any = None
 
     @property
     def box_elements(self) -> int:
@@ -242,7 +244,8 @@ def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluste
                   elem_bits: int = 16, data_type: str = "f16", address: int = 0) -> TmaCopy:
     """``make_tma_copy(op, gtensor, slayout, cta_tile, cluster_size)`` for a global tensor of
     ``gmem`` (element offsets, element type ``data_type`` of ``elem_bits``) at byte ``address``
-    and a shared tile ``smem`` (a Layout, or a swizzle composed with one, on element offsets);
+    and a shared tile ``smem`` (a Layout, a swizzle composed with one on element offsets, or a
+    GMMA atom's ``Swizzle o smem_ptr[Nb] o Layout`` whose swizzle acts on byte addresses);
     ``cta_tile`` defaults to ``product_each(shape(smem))``.  Law: the box (``desc.box_dim``)
     holds ``size(smem) / (number of boxes)`` elements and every descriptor field is what
     ``cuTensorMapEncodeTiled`` receives from the header for the same arguments."""
@@ -256,6 +259,15 @@ def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluste
         if not isinstance(smem.layout_a, Swizzle) or smem.offset != 0:
             raise LayoutError(f"make_tma_copy: a shared layout is a Layout or Swizzle o Layout, got {smem}")
         sw, inner = smem.layout_a, smem.layout_b
+        if isinstance(smem.offset, SmemPtrFlag):
+            # CuTe's GMMA atoms: the swizzle acts on the pointer's byte address; the same
+            # function on element offsets has its base lowered by log2(bytes per element)
+            shift = (smem.offset.bits // 8).bit_length() - 1
+            if smem.offset.bits != elem_bits or sw.num_base < shift:
+                raise LayoutError(f"make_tma_copy: {smem} is a layout of {smem.offset.bits}-bit elements, "
+                                  f"the tensor's are {elem_bits}-bit")
+            sw = Swizzle(sw.num_bits, sw.num_base - shift, sw.num_shft)
+            smem = ComposedLayout(sw, 0, inner)
     if not isinstance(inner, Layout):
         raise LayoutError(f"make_tma_copy: a shared layout is a Layout or Swizzle o Layout, got {smem!r}")
     if cta_tile is None:
@@ -264,7 +276,7 @@ def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluste
     tma_gbasis = construct_tma_gbasis(gmem, inner, cta_v_map)
     desc, violations = make_tma_copy_desc(gmem, tma_gbasis, sw, cluster_size, elem_bits=elem_bits,
                                           data_type=data_type, address=address)
-    return TmaCopy(op, elem_bits, gmem, smem, sw, tma_gbasis, desc, cluster_size, violations)
+    return TmaCopy(op, elem_bits, gmem, smem, sw, tma_gbasis, desc, cluster_size, violations, cta_tile)
 
 
 def make_tma_atom(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, num_multicast: int = 1, *,
@@ -378,3 +390,91 @@ def tma_box_image(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 
         off = tma_swizzle_bytes(smem_base + lin * eb, desc.swizzle) - smem_base
         out[off] = sum(gi * s for gi, s in zip(g, strides)) if inside else None
     return out
+
+
+def tma_coord_scales(t: TmaCopy) -> dict[tuple[int, ...], tuple[int, int]]:
+    """The header's ``gmem_tma_basis_stride`` (the TMA tensor's strides): per global mode (its
+    basis path) the TMA mode it feeds and the scale of its coordinate there; modes of extent
+    1, stride 0 or in no TMA mode feed none."""
+    out: dict[tuple[int, ...], tuple[int, int]] = {}
+    modes = _modes(t.tma_gbasis)
+    ident = make_identity_layout(t.gmem.shape)
+    gshape, gstride = _leaves(t.gmem.shape), _leaves(t.gmem.stride)
+    for s, d, e in zip(gshape, gstride, _leaves(ident.stride)):
+        if (_static(s) and s == 1) or (_static(d) and d == 0):
+            continue
+        j = next((k for k, (_, md) in enumerate(modes)
+                  if any(isinstance(b, ScaledBasis) and b.path == e.path and b.value == 1 for b in _leaves(md))), None)
+        if j is None:
+            continue
+        if j == 0:
+            scale = int(d)
+        elif len(_leaves(modes[j][1])) == 1:
+            scale = 1
+        else:
+            stride_j = t.desc.global_strides[j - 1]
+            scale = -(-(int(d) * t.elem_bits // max(stride_j, 16)) // 8)
+        out[e.path] = (j, scale)
+    return out
+
+
+def tma_tile_image(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0) -> dict[int, int | None]:
+    """What CuTe's ``copy(tma, tAgA, tAsA)`` of the CTA tile whose first element is at global
+    coordinate ``origin`` (one per top-level mode of a flat global tensor) writes, the tile at
+    shared byte address ``smem_base``: box ``k`` covers the shared *indices* ``[k B, (k+1) B)``
+    of the unswizzled layout (``B`` the box's elements; CuTe's ``layout_v``), starts at byte
+    ``k B x bytes`` and loads the TMA coordinate of that index's element.  Shared byte offset ->
+    global element offset (None: zero fill)."""
+    if any(isinstance(x, tuple) for x in (t.gmem.shape if isinstance(t.gmem.shape, tuple) else (t.gmem.shape,))):
+        raise LayoutError("tma_tile_image: a global tensor with nested modes is not supported")
+    inner = t.smem.layout_b if isinstance(t.smem, ComposedLayout) else t.smem
+    inv = right_inverse(inner)
+    cta_tile = t.cta_tile
+    cta_v_map = composition(make_identity_layout(t.gmem.shape), cta_tile)
+    scales = tma_coord_scales(t)
+    box = t.box_elements
+    n = int(size(inner))
+    eb = t.elem_bits // 8
+    rank = len(origin)
+    out: dict[int, int | None] = {}
+    for k in range(-(-n // box)):
+        local = cta_v_map(inv(k * box))
+        g = [int(origin[i]) + int(local[i]) for i in range(rank)]
+        coord = [0] * t.desc.rank
+        for i in range(rank):
+            if (i,) in scales:
+                j, scale = scales[(i,)]
+                coord[j] += g[i] * scale
+        base = smem_base + k * box * eb
+        for off, e in tma_box_image(t.desc, tuple(coord), base).items():
+            out[base - smem_base + off] = e
+    return out
+
+
+def tma_tile_mismatches(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0,
+                        limit: int = 8) -> tuple[int, list[dict[str, Any]]]:
+    """Compare :func:`tma_tile_image` with what the shared layout says the tile holds: tile
+    coordinate ``c`` is at element ``smem(c)`` of the tile (the swizzle on offsets from the
+    tile's start, as a tile-relative layout reads it) and should hold global element
+    ``gmem(origin + c)`` (zero outside the tensor).  The number of tile elements that differ
+    and up to ``limit`` witnesses (tile coordinate, shared byte, expected and found)."""
+    eb = t.elem_bits // 8
+    img = tma_tile_image(t, origin, smem_base)
+    gshape = t.gmem.shape if isinstance(t.gmem.shape, tuple) else (t.gmem.shape,)
+    tile_shape = t.smem.shape if isinstance(t.smem.shape, tuple) else (t.smem.shape,)
+    bad, wit = 0, []
+    n = int(size(t.smem))
+    for lin in range(n):
+        c, r = [], lin
+        for ext in tile_shape:
+            c.append(r % int(product(ext)))
+            r //= int(product(ext))
+        g = tuple(int(o) + x for o, x in zip(origin, c))
+        want = int(t.gmem(g)) if all(0 <= gi < int(d) for gi, d in zip(g, gshape)) else None
+        byte = int(t.smem(tuple(c))) * eb
+        got = img.get(byte, "unwritten")
+        if got != want:
+            bad += 1
+            if len(wit) < limit:
+                wit.append({"tile_coordinate": tuple(c), "shared_byte": byte, "expected": want, "found": got})
+    return bad, wit

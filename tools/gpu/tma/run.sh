@@ -23,5 +23,13 @@ while read -r head && read -r body; do
   echo "${head%% *} exit $? $(tail -1 "$OUT/one.log")" >> "$OUT/traps_result.txt"
 done < "$OUT/traps.txt"
 cat "$OUT/traps_result.txt"
+# CuTe's own copy of whole tiles (make_tma_copy + copy(tma.with(bar), ...))
+nvcc -O2 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I"$inc" tools/gpu/tma/tile_copy.cu -lcuda \
+  -o "$OUT/tile_copy" >> "$OUT/build.txt" 2>&1 || exit 1
+"$OUT/tile_copy" "$OUT/tiles.bin" > "$OUT/tiles_run.txt" 2>&1
+python3 tools/gpu/tma/check_tiles.py "$OUT/tiles.bin" "$OUT/tiles_h200.json" > "$OUT/tiles_check.txt"
+rc_tiles=$?
+tail -1 "$OUT/tiles_check.txt"
+[ $rc_tiles -eq 0 ] || rc=1
 tail -1 "$OUT/check.txt"
 exit $rc
