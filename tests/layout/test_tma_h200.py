@@ -71,3 +71,22 @@ def _traps() -> list[tuple[str, bool]]:
 def test_a_box_off_16_bytes_is_the_illegal_instruction_the_h200_raised(name: str, trapped: bool) -> None:
     (t, c) = next((t, c) for n, t, c, _ in CASES.traps() if n == name)
     assert bool(tma_load_violations(t.desc, c)) == trapped
+
+
+TILES = _tool("check_tiles")
+
+
+def test_cutes_own_copy_of_whole_tiles_is_the_model_s() -> None:
+    """tile_copy.cu: make_tma_copy on the host and copy(tma.with(bar), tAgA, tAsA) in the
+    kernel, for 10 tiles (every K-major GMMA atom, MN-major, f32, tiles across the tensor's end,
+    tiles 256 and 512 bytes off their 1024-byte block) -- every byte as tma_tile_image says;
+    the tiles off their block do not read back through the tile-relative layout, the rest do."""
+    dump = gzip.decompress((DATA / "h200_tiles.bin.gz").read_bytes())
+    tiles = list(TILES.tiles())
+    assert len(dump) == len(tiles) * TILES.REGION
+    for i, (name, t, origin, base) in enumerate(tiles):
+        assert dump[i * TILES.REGION:(i + 1) * TILES.REGION] == TILES.expected(t, origin, base), name
+        wrong, witnesses = __import__("threadmap.layout.atom.copy_traits_sm90_tma", fromlist=["x"]) \
+            .tma_tile_mismatches(t, origin, base)
+        assert (wrong > 0) == (base % 1024 != 0), (name, wrong)
+        assert len(witnesses) == min(wrong, 8)
