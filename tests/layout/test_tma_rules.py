@@ -93,3 +93,16 @@ def test_the_tma_swizzle_is_an_involution_inside_its_1024_byte_block(a: int, mod
     its 16-byte chunk's offset."""
     s = tma_swizzle_bytes(a, mode)
     assert tma_swizzle_bytes(s, mode) == a and s // 1024 == a // 1024 and s % 16 == a % 16
+
+
+def test_the_architecture_rules_from_the_headers() -> None:
+    """No TMA before sm_90; no multicast on the sm_120 family (from the headers, not confirmed
+    on hardware); sm_90 and sm_100 multicast are legal."""
+    args = (K(256, 128), parse_layout("(8,64):(64,1)"), None, 2)
+    for arch, rules in (("sm_90a", []), ("sm_100a", []), ("sm_120", ["the sm_120 family has no TMA multicast"]),
+                        ("sm_80", ["TMA needs sm_90"])):
+        got = [v.rule for v in make_tma_copy("SM90_TMA_LOAD_MULTICAST", *args, arch=arch).violations
+               if v.when == "run time"]
+        assert [r for r in got if any(r.startswith(x) for x in rules)] == got and len(got) == len(rules), (arch, got)
+    with pytest.raises(LayoutError, match="architecture"):
+        make_tma_copy("SM90_TMA_LOAD", *args[:2], arch="hopper")

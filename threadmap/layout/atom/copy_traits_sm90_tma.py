@@ -240,8 +240,25 @@ def tma_swizzle(sw: Swizzle | None, elem_bits: int) -> tuple[int, list[TmaViolat
         f"Swizzle<{sw.num_bits},{m},{sw.num_shft}> on bytes")]
 
 
+def arch_violations(op: str, arch: str) -> list[TmaViolation]:
+    """What ``cute/arch/copy_sm90_tma.hpp`` and ``cute/arch/config.hpp`` say of ``op`` on
+    ``arch`` (``sm_90``, ``sm_100``, ``sm_120``, ...): no TMA below sm_90, and no multicast on the
+    sm_120 family (both ``CUTE_INVALID_CONTROL_PATH``, a trap when the copy runs).  Read from the
+    headers; only sm_90 is confirmed on hardware here."""
+    try:
+        cc = int(arch.removeprefix("sm_").rstrip("af"))
+    except ValueError:
+        raise LayoutError(f"make_tma_copy: an architecture is sm_<number>, got {arch!r}") from None
+    if cc < 90:
+        return [TmaViolation("TMA needs sm_90 or newer (CUTE_ARCH_TMA_SM90_ENABLED)", "run time", arch)]
+    if op == "SM90_TMA_LOAD_MULTICAST" and cc // 10 == 12:
+        return [TmaViolation("the sm_120 family has no TMA multicast (CUTE_ARCH_TMA_SM120_ENABLED: "
+                             "CUTE_INVALID_CONTROL_PATH)", "run time", f"{op} on {arch}; not confirmed on hardware")]
+    return []
+
+
 def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluster_size: int = 1, *,
-                  elem_bits: int = 16, data_type: str = "f16", address: int = 0) -> TmaCopy:
+                  elem_bits: int = 16, data_type: str = "f16", address: int = 0, arch: str = "sm_90") -> TmaCopy:
     """``make_tma_copy(op, gtensor, slayout, cta_tile, cluster_size)`` for a global tensor of
     ``gmem`` (element offsets, element type ``data_type`` of ``elem_bits``) at byte ``address``
     and a shared tile ``smem`` (a Layout, a swizzle composed with one on element offsets, or a
@@ -276,6 +293,7 @@ def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluste
     tma_gbasis = construct_tma_gbasis(gmem, inner, cta_v_map)
     desc, violations = make_tma_copy_desc(gmem, tma_gbasis, sw, cluster_size, elem_bits=elem_bits,
                                           data_type=data_type, address=address)
+    violations = arch_violations(op, arch) + violations
     return TmaCopy(op, elem_bits, gmem, smem, sw, tma_gbasis, desc, cluster_size, violations, cta_tile)
 
 
@@ -462,7 +480,8 @@ def tma_tile_mismatches(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0,
     img = tma_tile_image(t, origin, smem_base)
     gshape = t.gmem.shape if isinstance(t.gmem.shape, tuple) else (t.gmem.shape,)
     tile_shape = t.smem.shape if isinstance(t.smem.shape, tuple) else (t.smem.shape,)
-    bad, wit = 0, []
+    bad = 0
+    wit: list[dict[str, Any]] = []
     n = int(size(t.smem))
     for lin in range(n):
         c, r = [], lin
