@@ -384,6 +384,19 @@ def tma_load_violations(desc: TmaDescriptor, coord: tuple[int, ...]) -> list[Tma
     return []
 
 
+def tma_store_violations(desc: TmaDescriptor, coord: tuple[int, ...]) -> list[TmaViolation]:
+    """The rules one TMA store at box coordinate ``coord`` must satisfy: those of a load
+    (:func:`tma_load_violations`) and, measured on an H200, no negative coordinate -- a store
+    whose box starts before the tensor in any mode stops the kernel with an illegal instruction
+    (a load there zero-fills)."""
+    out = tma_load_violations(desc, coord)
+    neg = [i for i, c in enumerate(coord) if c < 0]
+    if neg:
+        out.append(TmaViolation("a TMA store's box starts inside the tensor (no negative coordinate)", "run time",
+                                f"coordinate {coord}: mode {neg[0]} is negative: illegal instruction"))
+    return out
+
+
 def tma_box_image(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 0) -> dict[int, int | None]:
     """What one TMA load of the box at TMA coordinate ``coord`` (one per descriptor mode)
     writes: shared byte offset from ``smem_base`` (the destination's absolute shared address;
@@ -408,6 +421,14 @@ def tma_box_image(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 
         off = tma_swizzle_bytes(smem_base + lin * eb, desc.swizzle) - smem_base
         out[off] = sum(gi * s for gi, s in zip(g, strides)) if inside else None
     return out
+
+
+def tma_box_store(desc: TmaDescriptor, coord: tuple[int, ...], smem_base: int = 0) -> dict[int, int]:
+    """What one TMA store (``SM90_TMA_STORE``, ``UTMASTG``) of the box at ``coord`` writes:
+    global element offset -> the shared byte offset (from ``smem_base``) it is read from -- the
+    load's mapping (:func:`tma_box_image`) turned around, the elements outside the tensor not
+    written."""
+    return {e: off for off, e in tma_box_image(desc, coord, smem_base).items() if e is not None}
 
 
 def tma_coord_scales(t: TmaCopy) -> dict[tuple[int, ...], tuple[int, int]]:

@@ -161,14 +161,28 @@ def traps() -> list[tuple[str, TmaCopy, tuple[int, ...], int]]:
     return out
 
 
+def store_traps() -> list[tuple[str, TmaCopy, tuple[int, ...], int]]:
+    """Stores whose box starts before the tensor (the first run's store at (-32, -4) trapped),
+    one per process, with in-bounds controls."""
+    (t,) = [t for name, t in copies() if name == "f16_k_sw3"]
+    return [(f"store_f16_k_sw3_at_{c[0]}_{c[1]}", t, c, 0) for c in ((0, 0), (8, 0), (-8, 0), (0, -4), (-8, -4))]
+
+
+def stores(name: str, coord: tuple[int, ...]) -> bool:
+    """Whether tma_image also stores the case's box (not the loads that start before the tensor:
+    a store there traps, store_traps() decide which)."""
+    return name.startswith("store_") or not name.endswith("_before")
+
+
 def write(f=sys.stdout, which: str = "cases") -> None:  # type: ignore[no-untyped-def]
-    for name, t, c, base in (cases() if which == "cases" else traps()):
+    chosen = {"cases": cases, "traps": traps, "store_traps": store_traps}[which]()
+    for name, t, c, base in chosen:
         d = t.desc
         dims = (*d.global_dim, *[1] * (5 - d.rank))
         strides = (*d.global_strides, *[0] * (4 - len(d.global_strides)))
         box = (*d.box_dim, *[1] * (5 - d.rank))
         crd = (*c, *[0] * (5 - d.rank))
-        f.write(f"{name} {d.data_type} {d.elem_bytes} {d.rank} {d.swizzle} {base}\n")
+        f.write(f"{name} {d.data_type} {d.elem_bytes} {d.rank} {d.swizzle} {base} {int(stores(name, c))}\n")
         f.write(" ".join(map(str, (*dims, *strides, *box, *crd))) + "\n")
 
 

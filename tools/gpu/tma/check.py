@@ -1,6 +1,9 @@
 """Compare tma_image's dump with ``tma_box_image`` for every case of cases.py.
 
-    python tools/gpu/tma/check.py DUMP [OUT_JSON]
+    python tools/gpu/tma/check.py DUMP [OUT_JSON [STORES]]
+
+STORES: the stores' changed global bytes (tma_image's third file); a case's differing bytes then
+count the load's and the store's.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from cases import cases  # noqa: E402
 
-from threadmap.layout.atom.copy_traits_sm90_tma import tma_box_image  # noqa: E402
+from threadmap.layout.atom.copy_traits_sm90_tma import tma_box_image, tma_box_store  # noqa: E402
 
 REGION = 64 * 1024
 
@@ -28,13 +31,41 @@ def expected(t, coord: tuple[int, ...], base: int) -> bytearray:  # type: ignore
     return out
 
 
+def store_mismatches(t, coord: tuple[int, ...], base: int, changed: dict[int, int]) -> int:  # type: ignore[no-untyped-def]
+    """Global bytes where the store's result differs from the model: shared byte i held
+    (i * 37 + 11) & 0xff (from the aligned base), global byte k (k * 131 + 7) & 0xff before."""
+    eb = t.desc.elem_bytes
+    want: dict[int, int] = {}
+    for e, off in tma_box_store(t.desc, coord, base).items():
+        for j in range(eb):
+            want[e * eb + j] = ((base + off + j) * 37 + 11) & 0xFF
+    bad = sum(1 for k in changed if k not in want)
+    for k, v in want.items():
+        initial = (k * 131 + 7) & 0xFF
+        bad += (changed.get(k) != v) if v != initial else (k in changed)
+    return bad
+
+
+def read_stores(path: str) -> dict[str, dict[int, int]]:
+    out: dict[str, dict[int, int]] = {}
+    for line in Path(path).read_text().splitlines():
+        name, n, *rest = line.split()
+        vals = list(map(int, rest))
+        assert len(vals) == 2 * int(n), name
+        out[name] = dict(zip(vals[::2], vals[1::2]))
+    return out
+
+
 def main() -> int:
     dump = Path(sys.argv[1]).read_bytes()
+    stores = read_stores(sys.argv[3]) if len(sys.argv) > 3 else {}
     rows, bad = [], 0
     for i, (name, t, coord, base) in enumerate(cases()):
         got = dump[i * REGION:(i + 1) * REGION]
         want = expected(t, coord, base)
         diff = sum(1 for a, b in zip(got, want) if a != b)
+        if name in stores:
+            diff += store_mismatches(t, coord, base, stores[name])
         bad += diff > 0
         rows.append({"case": name, "rank": t.desc.rank, "swizzle": t.desc.swizzle, "box": list(t.desc.box_dim),
                      "coord": list(coord), "smem_offset": base, "bytes_differing": diff,

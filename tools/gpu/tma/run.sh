@@ -11,8 +11,9 @@ fi
 inc=${THREADMAP_CUTLASS_INCLUDE:-$(python3 -c "import cutlass_library,os;print(os.path.join(os.path.dirname(cutlass_library.__file__),'source','include'))")}
 nvcc -O2 -std=c++17 -arch=sm_90a -I"$inc" tools/gpu/tma/tma_image.cu -lcuda -o "$OUT/tma_image" > "$OUT/build.txt" 2>&1 || exit 1
 python3 tools/gpu/tma/cases.py > "$OUT/cases.txt" || exit 1
-"$OUT/tma_image" "$OUT/cases.txt" "$OUT/dump.bin" > "$OUT/run.txt" 2>&1 || { tail -5 "$OUT/run.txt"; exit 1; }
-python3 tools/gpu/tma/check.py "$OUT/dump.bin" "$OUT/tma_h200.json" > "$OUT/check.txt"
+"$OUT/tma_image" "$OUT/cases.txt" "$OUT/dump.bin" "$OUT/stores.txt" > "$OUT/run.txt" 2>&1 \
+  || { tail -5 "$OUT/run.txt"; exit 1; }
+python3 tools/gpu/tma/check.py "$OUT/dump.bin" "$OUT/tma_h200.json" "$OUT/stores.txt" > "$OUT/check.txt"
 rc=$?
 # the loads whose box starts off 16 bytes: one process each (a trap ends the CUDA context)
 python3 tools/gpu/tma/cases.py traps > "$OUT/traps.txt"
@@ -22,6 +23,12 @@ while read -r head && read -r body; do
   "$OUT/tma_image" "$OUT/one.txt" "$OUT/one.bin" > "$OUT/one.log" 2>&1
   echo "${head%% *} exit $? $(tail -1 "$OUT/one.log")" >> "$OUT/traps_result.txt"
 done < "$OUT/traps.txt"
+python3 tools/gpu/tma/cases.py store_traps > "$OUT/store_traps.txt"
+while read -r head && read -r body; do
+  printf '%s\n%s\n' "$head" "$body" > "$OUT/one.txt"
+  "$OUT/tma_image" "$OUT/one.txt" "$OUT/one.bin" "$OUT/one_store.txt" > "$OUT/one.log" 2>&1
+  echo "${head%% *} exit $? $(tail -1 "$OUT/one.log")" >> "$OUT/traps_result.txt"
+done < "$OUT/store_traps.txt"
 cat "$OUT/traps_result.txt"
 # CuTe's own copy of whole tiles (make_tma_copy + copy(tma.with(bar), ...))
 nvcc -O2 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I"$inc" tools/gpu/tma/tile_copy.cu -lcuda \

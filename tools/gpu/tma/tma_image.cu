@@ -40,18 +40,45 @@ __global__ void load(const __grid_constant__ CUtensorMap tmap, int rank, int c0,
   for (int i = threadIdx.x; i < kRegion; i += blockDim.x) out[i] = smem[i];
 }
 
+// The store: shared byte i (from the 1024-byte-aligned base) holds (i * 37 + 11) & 0xff; one
+// TMA store (SM90_TMA_STORE_<N>D) of the box at smem + base, then bulk_group commit and wait.
+__global__ void store(const __grid_constant__ CUtensorMap tmap, int rank, int c0, int c1, int c2, int c3, int c4,
+                      int base) {
+  extern __shared__ uint8_t raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  for (int i = threadIdx.x; i < kRegion; i += blockDim.x) smem[i] = uint8_t(i * 37 + 11);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic writes, then the async proxy reads
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    void* src = smem + base;
+    switch (rank) {
+      case 1: cute::SM90_TMA_STORE_1D::copy(&tmap, src, c0); break;
+      case 2: cute::SM90_TMA_STORE_2D::copy(&tmap, src, c0, c1); break;
+      case 3: cute::SM90_TMA_STORE_3D::copy(&tmap, src, c0, c1, c2); break;
+      case 4: cute::SM90_TMA_STORE_4D::copy(&tmap, src, c0, c1, c2, c3); break;
+      default: cute::SM90_TMA_STORE_5D::copy(&tmap, src, c0, c1, c2, c3, c4); break;
+    }
+    cute::tma_store_arrive();
+    cute::tma_store_wait<0>();
+  }
+  __syncthreads();
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   FILE* f = fopen(argv[1], "r");
   FILE* o = fopen(argv[2], "wb");
+  // with a third argument: the stores' changed global bytes, as "case count (offset value)..." lines
+  FILE* st = argc > 3 ? fopen(argv[3], "w") : nullptr;
   if (!f || !o) return 2;
   cuInit(0);
   cudaFuncSetAttribute(load, cudaFuncAttributeMaxDynamicSharedMemorySize, kRegion + 1024);
+  cudaFuncSetAttribute(store, cudaFuncAttributeMaxDynamicSharedMemorySize, kRegion + 1024);
   uint8_t* out;
   cudaMalloc(&out, kRegion);
   char name[128];
-  int dtype, eb, rank, swz, base, n = 0;
-  while (fscanf(f, "%127s %d %d %d %d %d", name, &dtype, &eb, &rank, &swz, &base) == 6) {
+  int dtype, eb, rank, swz, base, do_store, n = 0;
+  while (fscanf(f, "%127s %d %d %d %d %d %d", name, &dtype, &eb, &rank, &swz, &base, &do_store) == 7) {
     cuuint64_t dims[5], strides[4];
     cuuint32_t box[5], estr[5] = {1, 1, 1, 1, 1};
     int c[5];
@@ -82,6 +109,19 @@ int main(int argc, char** argv) {
       cudaMemcpy(dump.data(), out, kRegion, cudaMemcpyDeviceToHost);
     }
     fwrite(dump.data(), 1, kRegion, o);
+    if (ok && st && do_store) {
+      store<<<1, 128, kRegion + 1024>>>(tmap, rank, c[0], c[1], c[2], c[3], c[4], base);
+      cudaError_t e = cudaDeviceSynchronize();
+      if (e != cudaSuccess) { fprintf(stderr, "%s store: %s\n", name, cudaGetErrorString(e)); return 1; }
+      std::vector<uint8_t> back(span);
+      cudaMemcpy(back.data(), g, span, cudaMemcpyDeviceToHost);
+      size_t changed = 0;
+      for (size_t k = 0; k < span; ++k) changed += back[k] != host[k];
+      fprintf(st, "%s %zu", name, changed);
+      for (size_t k = 0; k < span; ++k)
+        if (back[k] != host[k]) fprintf(st, " %zu %u", k, unsigned(back[k]));
+      fprintf(st, "\n");
+    }
     printf("%d %s encode=%d\n", n++, name, (int)r);
     cudaFree(g);
   }
