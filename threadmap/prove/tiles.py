@@ -92,7 +92,7 @@ import numpy as np
 
 from threadmap.model import KernelModel, SideModel
 from threadmap.simulate.engine import Simulator, rows_per_block
-from threadmap.spec.expr import BLOCK_NAMES
+from threadmap.spec.expr import BLOCK_NAMES, Affine
 from threadmap.verify.aliasing import aliasing
 from threadmap.verify.run import SMALL_ROWS
 
@@ -143,10 +143,15 @@ class TileKinds:
         self.consts: list[tuple[str, int, int, int]] = []
         #: per global side, the grid axes its tile does not depend on (blocks along them share it)
         self.shared_by: list[list[int]] = []
+        self.opaque = False
         for sd in model0.sides():
             if sd.memory != "global" or sd.tensor is None:
                 continue
-            forms = sd.at_affine or ()
+            if sd.at is not None and sd.at_affine is None:
+                self.opaque = True  # a tile coordinate that is not affine: no kinds
+                continue
+            # no tile coordinate: the whole tensor, one tile at the origin
+            forms = sd.at_affine if sd.at_affine is not None else tuple(Affine() for _ in sd.tile)
             used = {v for f in forms for v in f.coef}
             self.shared_by.append([j for j, n in enumerate(BLOCK_NAMES) if n not in used])
             for m, (form, t) in enumerate(zip(forms, sd.tile, strict=True)):
@@ -168,7 +173,7 @@ class TileKinds:
         """The representative's kinds and context; None when its grid leaves a tile unreached,
         has blocks that share a tile, or ``verify`` would not enumerate it whole (then it is
         verified)."""
-        if model.num_blocks * rows_per_block(model) > SMALL_ROWS:
+        if self.opaque or model.num_blocks * rows_per_block(model) > SMALL_ROWS:
             return None
         if any(model.grid[j] > 1 for js in self.shared_by for j in js):
             return None  # blocks that share a tile: a duplicate there is a pair of blocks
