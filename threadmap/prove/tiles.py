@@ -31,10 +31,10 @@ true at ``T_j``.  So, row by row, ``performed(k) = AND_j performed(pi_j(k))`` an
 **(b) Errors are per block.**  Tiles at distinct positions are disjoint, so an error
 finding of ``coverage`` (with ``grid_coverage``), ``predicates``, ``dataflow`` or
 ``bank_conflicts`` at a representative is an error of one block, decided by its kind and
-the context -- unless the grid leaves some tile unreached (``G_j < ceil_div(E_j, T_j)``, or a
-constant tile coordinate's tile ends before the tensor does) or has two blocks on one tile
-(a grid axis a side's tile does not depend on, with more than one block): such a
-representative is always verified.
+the context -- unless the grid leaves some element unreached (``G_j < ceil_div(E_j, T_j)``,
+or a constant tile coordinate's tile does not start the tensor or ends before it) or puts two
+blocks on one tile (a grid axis a side's tile does not depend on, with more than one block):
+such a representative is always verified.
 Conversely a kind with an error shows it in every grid that has it (``verify`` enumerates
 the grid of a class whole: a class is skipped only where it would, ``rows <= SMALL_ROWS``).
 
@@ -190,8 +190,8 @@ class TileKinds:
         context: list[Any] = []
         for name, m, a, t in self.consts:
             e = model.tensors[name].shape[m]
-            if e > (a + 1) * t:
-                return None  # elements past the tile: no tile reaches them
+            if e > (a + 1) * t or (a > 0 and e > 0):
+                return None  # elements past the tile, or before it: no tile reaches them
             context.append(min(max(e - a * t, 0), t))
         return ClassTiles.of(itertools.product(*cuts), tuple(context), self.full)
 
