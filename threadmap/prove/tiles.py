@@ -155,7 +155,9 @@ class TileKinds:
             used = {v for f in forms for v in f.coef}
             self.shared_by.append([j for j, n in enumerate(BLOCK_NAMES) if n not in used])
             for m, (form, t) in enumerate(zip(forms, sd.tile, strict=True)):
-                if form.coef:
+                if form.coef and (len(form.coef) != 1 or next(iter(form.coef.values())) != 1 or form.const):
+                    self.opaque = True  # only at_k = b_j places tiles at q T (the class encoding's forms)
+                elif form.coef:
                     v = next(iter(form.coef))
                     if v not in self.where:
                         self.vars.append(v)
@@ -170,9 +172,9 @@ class TileKinds:
 
     # -- one representative -----------------------------------------------------------------
     def tiles(self, model: KernelModel) -> ClassTiles | None:
-        """The representative's kinds and context; None when its grid leaves a tile unreached,
-        has blocks that share a tile, or ``verify`` would not enumerate it whole (then it is
-        verified)."""
+        """The representative's kinds and context; None when its grid leaves an element
+        unreached, puts two blocks on one tile, or would not be enumerated whole by ``verify``
+        (then it is verified)."""
         if self.opaque or model.num_blocks * rows_per_block(model) > SMALL_ROWS:
             return None
         if any(model.grid[j] > 1 for js in self.shared_by for j in js):
