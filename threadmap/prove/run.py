@@ -12,7 +12,9 @@ Properties and how each is decided:
   representative, not assumed: the tile-local structure (threads, tiles, partitions, vector
   widths, predicates, shared tensors, tile coordinates as block coordinates) is the same,
   every access stays inside its tile, and the whole grid was enumerated.  A premise that
-  fails makes the property UNKNOWN.
+  fails makes the property UNKNOWN.  A representative whose kinds of tiles earlier
+  representatives already showed free of errors is not verified
+  (:mod:`threadmap.prove.tiles`): the results are those of verifying every one.
 * ``aliasing`` (z3): distinct coordinates of a written global tensor never share an element:
   the sufficient condition that some order of its modes has strides that grow past the
   extent before (``d_1 >= 1``, ``d_{i+1} >= E_i d_i``) holds for every size in range;
@@ -50,6 +52,7 @@ from threadmap.prove.encode import (
     layout_monomials,
     size_classes,
 )
+from threadmap.prove.tiles import TileKinds
 from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun, SpecErrorEntry
 from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.spec.load import LoadedSpec, load_spec, spec_files
@@ -283,20 +286,33 @@ def _settled(prop: str, refuted: dict[str, PropertyResult]) -> bool:
     return prop in refuted and (prop != "predicates" or bool(refuted[prop].precondition))
 
 
-def _class_verdicts(loaded: LoadedSpec, env: dict[str, int], ref: list[Any], want: frozenset[str],
-                    refuted: dict[str, PropertyResult]) -> str | None:
-    """Verify the representative at ``env`` (the checks ``want``) and record in ``refuted`` each
-    property it refutes first; the reason a premise fails there, or None."""
+#: every property the class pass decides or refutes, with the checks whose findings it reads
+CLASS_PASS_PROPERTIES: tuple[tuple[str, tuple[str, ...]], ...] = (*REFUTING_CHECKS.items(),
+                                                                   ("aliasing", ("grid_coverage",)))
+
+
+def _class_model(loaded: LoadedSpec, env: dict[str, int], ref: list[Any]) -> tuple[KernelModel | None, str | None]:
+    """The model at a representative ``env``, or the reason a premise fails there."""
     try:
         model = build_model(loaded, env)
     except SpecError as e:
-        return f"at {env}: {e}"
+        return None, f"at {env}: {e}"
     if _fingerprint(model) != ref:
-        return f"the tile-local structure changes with the sizes (at {env})"
+        return None, f"the tile-local structure changes with the sizes (at {env})"
+    return model, None
+
+
+def _class_verdicts(loaded: LoadedSpec, model: KernelModel, env: dict[str, int], want: frozenset[str],
+                    refuted: dict[str, PropertyResult]) -> tuple[str | None, frozenset[str]]:
+    """Verify the representative ``model`` at ``env`` (the checks ``want``) and record in
+    ``refuted`` each property it refutes first.  Returns the reason a premise fails there (or
+    None), and the open properties it shows no error of (every check of theirs run and
+    passing, no error finding)."""
     run = verify_model(model, RunOptions(checks=want))
     if run.totals == "partial" or any("partial" in n for n in run.notes):
-        return f"the grid at {env} was not enumerated whole"
-    for prop, checks in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]:
+        return f"the grid at {env} was not enumerated whole", frozenset()
+    clean = set()
+    for prop, checks in CLASS_PASS_PROPERTIES:
         if _settled(prop, refuted):
             continue
         fs, pre = _findings(run, checks, prop)
@@ -305,7 +321,9 @@ def _class_verdicts(loaded: LoadedSpec, env: dict[str, int], ref: list[Any], wan
                 property=prop, status="REFUTED", method="z3 classes + simulator", seconds=0.0,
                 sizes={k: env[k] for k in loaded.spec.sizes}, findings=fs[:MAX_FINDINGS_SHOWN],
                 precondition=pre, reason=f"{len(fs)} finding(s) at these sizes, replayed by the simulator")
-    return None
+        if not fs and set(checks) <= want and all(r.status == "PASS" for r in run.results if r.check in checks):
+            clean.add(prop)
+    return None, frozenset(clean)
 
 
 def _class_list(space: SizeSpace, modes: list[TiledMode], timeout_ms: int, deadline: float) -> Iterator[SizeClass]:
@@ -327,7 +345,10 @@ def class_pass_old(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, mo
             classes += 1
             if time.perf_counter() - t_start > timeout_s:
                 return classes, refuted, f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
-            reason = _class_verdicts(loaded, {**loaded.envs[0], **cls.sizes}, ref, want, refuted)
+            env = {**loaded.envs[0], **cls.sizes}
+            model, reason = _class_model(loaded, env, ref)
+            if model is not None:
+                reason, _ = _class_verdicts(loaded, model, env, want, refuted)
             if reason is not None or all(_settled(p, refuted) for p in [*REFUTING_CHECKS, "aliasing"]):
                 break
     except Unsupported as e:
@@ -338,22 +359,33 @@ def class_pass_old(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, mo
 def class_pass(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel, modes: list[TiledMode],
                reason: str | None, timeout_ms: int, t_start: float, timeout_s: float) -> ClassPass:
     """The class properties: as :func:`class_pass_old`, with the same results, but each
-    ``verify`` runs only the checks of the properties no earlier class refuted."""
+    ``verify`` runs only the checks of the properties no earlier class refuted, and a class
+    whose kinds of tiles earlier classes showed free of errors of every property still open is
+    not verified (:mod:`threadmap.prove.tiles`: the per-mode kinds decide the others)."""
     classes = 0
     refuted: dict[str, PropertyResult] = {}
     if reason is not None:
         return classes, refuted, reason
     ref = _fingerprint(model0)
+    kinds = TileKinds(model0)
     try:
         for cls in _class_list(space, modes, timeout_ms, t_start + timeout_s):
             classes += 1
             if time.perf_counter() - t_start > timeout_s:
                 return classes, refuted, f"time limit of {timeout_s:g} s reached after {classes - 1} size classes"
-            want = frozenset({c for p, cs in [*REFUTING_CHECKS.items(), ("aliasing", ("grid_coverage",))]
-                              if not _settled(p, refuted) for c in cs})
-            reason = _class_verdicts(loaded, {**loaded.envs[0], **cls.sizes}, ref, want, refuted)
+            env = {**loaded.envs[0], **cls.sizes}
+            model, reason = _class_model(loaded, env, ref)
+            if model is None:
+                break
+            open_props = [p for p, _ in CLASS_PASS_PROPERTIES if not _settled(p, refuted)]
+            tiles = kinds.tiles(model)
+            if kinds.decides(model, tiles, open_props):
+                continue
+            want = frozenset({c for p, cs in CLASS_PASS_PROPERTIES if p in open_props for c in cs})
+            reason, clean = _class_verdicts(loaded, model, env, want, refuted)
             if reason is not None or all(_settled(p, refuted) for p in [*REFUTING_CHECKS, "aliasing"]):
                 break
+            kinds.learn(tiles, clean)
     except Unsupported as e:
         reason = str(e)
     return classes, refuted, reason
