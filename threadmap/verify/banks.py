@@ -162,44 +162,47 @@ class BankConflicts(Accumulator):
         eligible = v.full & v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
         self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
         st = per_block(t, eligible, v.addr.start % period(hw.NUM_BANKS * hw.BANK_BYTES), self.memo, block_stats)
+        b = self._accumulate(st, weights)
+        if b is not None:
+            one = t.select_blocks(np.array([b]))
+            i = int(st["best_i"][b])
+            self.worst = self._describe(one, i, phase_wavefronts(one)[i])
+
+    def _accumulate(self, st: dict[str, np.ndarray], weights: np.ndarray) -> int | None:
+        """Add a chunk's per-block statistics; the block with a new worst ``extra``, if any."""
         w = np.asarray(weights, dtype=np.int64)
         for k in self.tot:
             self.tot[k] += int((st[k] * w).sum())
-        if (st["best"] >= 0).any():
-            self.max_wf = max(self.max_wf, int(st["max_wf"].max()))
-            b = int(np.argmax(st["best"]))
-            if int(st["best"][b]) > self.worst_extra:
-                self.worst_extra = int(st["best"][b])
-                one = t.select_blocks(np.array([b]))
-                i = int(st["best_i"][b])
-                self.worst = self._describe(one, i, phase_wavefronts(one)[i])
+        if not (st["best"] >= 0).any():
+            return None
+        self.max_wf = max(self.max_wf, int(st["max_wf"].max()))
+        b = int(np.argmax(st["best"]))
+        if int(st["best"][b]) <= self.worst_extra:
+            return None
+        self.worst_extra = int(st["best"][b])
+        return b
 
     def _add_ldgsts(self, t: AccessTable, src: AccessTable, weights: np.ndarray) -> None:
         """A ``cp.async.ca`` destination: the LDGSTS rule, every block computed (the global
         side's lines decide the wavefronts, so the shared pattern alone is no key)."""
         zfill = bool(self.side.copy_op and self.side.copy_op.split("<", 1)[0].endswith("_ZFILL"))
         st = ldgsts_block_stats(t, src, zfill)
-        w = np.asarray(weights, dtype=np.int64)
-        for k in self.tot:
-            self.tot[k] += int((st[k] * w).sum())
-        if (st["best"] >= 0).any():
-            self.max_wf = max(self.max_wf, int(st["max_wf"].max()))
-            b = int(np.argmax(st["best"]))
-            if int(st["best"][b]) > self.worst_extra:
-                self.worst_extra = int(st["best"][b])
-                i = int(st["best_i"][b])
-                one, one_src = t.select_blocks(np.array([b])), src.select_blocks(np.array([b]))
-                wf, ideal = ldgsts_instruction_wavefronts(one, one_src, zfill)
-                rows = np.arange(i * one.instruction_rows, (i + 1) * one.instruction_rows, one.vec)
-                first = one.row(int(rows[0]))
-                lines = sorted({int(one_src.addr[r]) // hw.LINE_BYTES for r in rows if one.pred[r]})
-                self.worst = {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE,
-                              "step": first["step"], "wavefronts": int(wf[i]), "ideal": int(ideal[i]),
-                              "global_lines": len(lines), "rule": "ldgsts",
-                              "lanes": [{"warp_lane": int(one.lane[r]), "thread": int(one.thread[r]),
-                                         "address": int(one.addr[r]), "global_address": int(one_src.addr[r]),
-                                         "coordinate": tuple(int(c[r]) for c in one.coords)}
-                                        for r in rows if one.pred[r]]}
+        b = self._accumulate(st, weights)
+        if b is None:
+            return
+        i = int(st["best_i"][b])
+        one, one_src = t.select_blocks(np.array([b])), src.select_blocks(np.array([b]))
+        wf, ideal = ldgsts_instruction_wavefronts(one, one_src, zfill)
+        rows = np.arange(i * one.instruction_rows, (i + 1) * one.instruction_rows, one.vec)
+        first = one.row(int(rows[0]))
+        lines = sorted({int(one_src.addr[r]) // hw.LINE_BYTES for r in rows if one.pred[r]})
+        self.worst = {"block": first["block"], "warp": first["thread"] // hw.WARP_SIZE,
+                      "step": first["step"], "wavefronts": int(wf[i]), "ideal": int(ideal[i]),
+                      "global_lines": len(lines), "rule": "ldgsts",
+                      "lanes": [{"warp_lane": int(one.lane[r]), "thread": int(one.thread[r]),
+                                 "address": int(one.addr[r]), "global_address": int(one_src.addr[r]),
+                                 "coordinate": tuple(int(c[r]) for c in one.coords)}
+                                for r in rows if one.pred[r]]}
 
     @staticmethod
     def _describe(t: AccessTable, i: int, pw: np.ndarray) -> dict[str, Any]:
