@@ -61,7 +61,8 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     (tiled copies, local_partition, TiledMMA partitions, CUTLASS thread maps, swizzled
     layouts); the records are compared with the simulator's, one by one.
     Exit status: 0 no mismatch, 1 mismatches, 2 invalid spec or usage (or --where device
-    without a GPU), 3 internal error.
+    without a GPU, or --exe/--launcher without Nsight Compute: the prediction is printed and
+    nothing measured), 3 internal error.
     """
     from rich.console import Console
 
@@ -158,7 +159,7 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     import shlex
 
     from threadmap.gpu.formats import render_user_kernel
-    from threadmap.gpu.user import launcher_command, measure
+    from threadmap.gpu.user import NO_NCU, launcher_command, measure
 
     if exe is not None and launcher is not None:
         raise UsageError("give --exe or --launcher, not both")
@@ -185,6 +186,9 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     write_report(run, fmt, write, output_path, render_user_kernel)
     if json_path:
         output(json_path, files, "--json")(run.model_dump_json(indent=1))
+    if NO_NCU in run.notes:  # the prediction is printed, but nothing was measured: not a pass
+        raise UsageError("nothing measured: Nsight Compute (ncu) not found on PATH, in /usr/local/cuda/bin or "
+                         "/opt/nvidia/nsight-compute (the report holds the compiled prediction only)")
     sys.exit(0 if run.ok else 1)
 
 
