@@ -539,3 +539,15 @@ def test_the_compiled_cp_async_form_decides_how_its_shared_writes_are_counted(tm
     else:
         (f,) = found
         assert f.stage == 0 and f"cp.async.{compiled}" in f.message and declared in f.message
+
+
+def test_sarif_describes_the_compiled_rules() -> None:
+    """A compiled finding's SARIF rule had its own id for a description."""
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), "-k", "rr_merged", "--format", "sarif")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)["runs"][0]
+    (res,) = [r for r in doc["results"] if r["ruleId"].startswith("compiled.")]
+    assert res["ruleId"] == "compiled.compiled_width" and res["level"] == "warning"
+    rules = {r["id"]: r["shortDescription"]["text"] for r in doc["tool"]["driver"]["rules"]}
+    assert rules["compiled.compiled_width"] != "compiled.compiled_width"
