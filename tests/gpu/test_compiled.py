@@ -551,3 +551,15 @@ def test_sarif_describes_the_compiled_rules() -> None:
     assert res["ruleId"] == "compiled.compiled_width" and res["level"] == "warning"
     rules = {r["id"]: r["shortDescription"]["text"] for r in doc["tool"]["driver"]["rules"]}
     assert rules["compiled.compiled_width"] != "compiled.compiled_width"
+
+
+def test_a_256_bit_load_is_read_at_its_width() -> None:
+    """sm_100's ``ld.global.v8.b32`` is ``LDG.E.ENL2.256`` (nvcc 13.0): it was read as 32 bits,
+    so a side of 32 bits a thread would have been mapped to it at the wrong width."""
+    text = "\tcode for sm_100\n\t\tFunction : v8\n" \
+           "        /*0070*/                   LDG.E.ENL2.256 R4, R8, desc[UR4][R4.64] ;\n" \
+           "        /*0080*/                   LDGSTS.E.BYPASS.LTC128B.128 [R7], desc[UR6][R4.64] ;\n" \
+           "        /*0090*/                   LDG.E.LTC128B R2, desc[UR4][R4.64] ;\n"
+    (k,) = parse_sass(text)
+    assert [(m.name, m.space) for m in k.memory()] == [("LDG.256", "global"), ("LDGSTS.128", "global"),
+                                                      ("LDG.32", "global")]
