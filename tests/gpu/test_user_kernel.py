@@ -121,6 +121,15 @@ def test_cli_gpu_exe_prints_the_prediction_and_refuses_bad_use(merged) -> None: 
     (("--launcher", ":", "--kernel-name", "k", "--kernel", str(TWINS)), "--launcher ':'"),
     (("--exe", "true", "--kernel-name", "k", "--kernel", ""), "--kernel: give"),
     (("--exe", str(TWINS), "--kernel-name", "rr_merged"), "a CUDA source, not a program"),
+    # the probe's options were ignored beside --exe (and markdown came out as JSON)
+    (("--exe", "true", "--kernel-name", "k", "--counters"), "--counters goes with probing specs"),
+    (("--exe", "true", "--kernel-name", "k", "--compile-only"), "--compile-only goes with probing specs"),
+    (("--launcher", "json:dumps", "--kernel-name", "k", "--where", "host"), "--where goes with probing specs"),
+    (("--exe", "true", "--kernel-name", "k", "--no-behaviour"), "--behaviour/--no-behaviour goes with"),
+    (("--exe", "true", "--kernel-name", "k", "--max-rows", "5"), "--max-rows goes with probing specs"),
+    (("--exe", "true", "--kernel-name", "k", "--format", "markdown"), "not markdown"),
+    (("--exe", "true", "--kernel-name", "k", "-o", "/tmp/tm_same.json", "--json", "/tmp/tm_same.json"),
+     "name the same file"),
 ])
 def test_cli_gpu_exe_refuses_odd_input_with_status_2(args: tuple[str, ...], says: str) -> None:
     p = _cli("gpu", str(SPEC), *args)

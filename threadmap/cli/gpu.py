@@ -78,6 +78,15 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     if not paths:
         raise UsageError("give spec files or directories (or --include-dir)")
     if exe is not None or launcher is not None:
+        ctx = click.get_current_context()
+        for name, flag in (("where", "--where"), ("max_rows", "--max-rows"), ("behaviour", "--behaviour/--no-behaviour"),
+                           ("counters", "--counters"), ("racecheck", "--racecheck"), ("compile_only", "--compile-only")):
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+                raise UsageError(f"{flag} goes with probing specs, not with --exe or --launcher (one profiled launch)")
+        if fmt == "markdown":
+            raise UsageError("--exe and --launcher write a table or JSON (--format table|json), not markdown")
+        if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
+            raise UsageError("-o and --json name the same file")
         user_kernel(paths, exe, launcher, kernel_name, kernel_file, arch, sizes, fmt, output_path, json_path)
         return
     if kernel_name is not None or kernel_file is not None:
