@@ -79,8 +79,9 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
         raise UsageError("give spec files or directories (or --include-dir)")
     if exe is not None or launcher is not None:
         ctx = click.get_current_context()
-        for name, flag in (("where", "--where"), ("max_rows", "--max-rows"), ("behaviour", "--behaviour/--no-behaviour"),
-                           ("counters", "--counters"), ("racecheck", "--racecheck"), ("compile_only", "--compile-only")):
+        for name, flag in (("where", "--where"), ("max_rows", "--max-rows"),
+                           ("behaviour", "--behaviour/--no-behaviour"), ("counters", "--counters"),
+                           ("racecheck", "--racecheck"), ("compile_only", "--compile-only")):
             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
                 raise UsageError(f"{flag} goes with probing specs, not with --exe or --launcher (one profiled launch)")
         if fmt == "markdown":
