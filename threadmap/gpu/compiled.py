@@ -328,6 +328,10 @@ def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> Comp
     ops: dict[int, str] = {}
     for sd in mirrors:
         _settle_form(sd, owned.get((sd.stage, "src"), []), sides, ops, out)
+    for c in model.copies():  # a declared cp.async the kernel issues as a load and a store
+        got = owned.get((c.index, "dst"), [])
+        if c.cp_async and c.index not in {sd.stage for sd in mirrors} and got:
+            _settle_plain(c.dst, got, ops, out)
     for st in sorted({sd.stage for sd in mirrors}):
         for which in ("src", "dst"):
             cs = sides[(st, which)]
@@ -365,6 +369,20 @@ def _settle_form(sd: SideModel, got: list[MemoryInstruction], sides: dict[tuple[
                 f"(cp.async.{form}) -- {rule}",
         witness={"declared": sd.copy_op, "compiled": ops[sd.stage],
                  "instructions": [_describe(m) for m in got][:8]}))
+
+
+def _settle_plain(sd: SideModel, got: list[MemoryInstruction], ops: dict[int, str], out: CompiledKernel) -> None:
+    """A stage the spec declares as cp.async whose shared side ``sd`` the kernel writes with
+    stores (``got``): a finding, and the stage counted as a store where the declared form
+    would not be (``.ca``: the LDGSTS rule)."""
+    if ldgsts_rule(sd):
+        ops[sd.stage] = f"UniversalCopy<uint{got[0].bits}_t>"
+    opc = "/".join(sorted({m.name for m in got}))
+    out.findings.append(Finding(
+        check="compiled", kind="compiled_cp_async", severity="warning", stage=sd.stage, side="dst",
+        message=f"stage {sd.stage}: declared {sd.copy_op}, compiled a load and a store ({opc}), no cp.async -- "
+                "its shared writes are counted as a store",
+        witness={"declared": sd.copy_op, "compiled": opc, "instructions": [_describe(m) for m in got][:8]}))
 
 
 def _compiled_vec(sd: SideModel, bits: int) -> int | None:

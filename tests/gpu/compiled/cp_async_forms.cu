@@ -2,9 +2,10 @@
 // tile's PitchLinearWarpRakedThreadMap<32x128, 128, 4x8, 8>: lane l of warp w moves the 16-byte
 // chunk l % 4 of row 32 w + l / 4 + 8 s, s = 0..3, into Sw<2,3,3> o (128,32):(32,1)), one
 // 16-byte cp.async per access, in each form: the L1-allocating .ca (SASS LDGSTS) and the
-// bypassing .cg (LDGSTS.BYPASS).  What a spec declares and what the kernel issues may differ.
+// bypassing .cg (LDGSTS.BYPASS), and as a plain load and store.  What a spec declares and what the
+// kernel issues may differ.
 
-template <bool kBypass>
+template <bool kBypass, bool kPlain = false>
 __device__ __forceinline__ void a_tile(const unsigned short* __restrict__ a, int K) {
   __shared__ __align__(128) unsigned short s[128 * 32];
   const int w = threadIdx.x / 32, l = threadIdx.x % 32, c = l % 4;
@@ -15,7 +16,9 @@ __device__ __forceinline__ void a_tile(const unsigned short* __restrict__ a, int
     int e = 32 * row + 8 * c;
     e ^= ((e >> 6) & 3) << 3;  // Sw<2,3,3>
     unsigned dst = (unsigned)__cvta_generic_to_shared(s + e);
-    if (kBypass)
+    if (kPlain)
+      *reinterpret_cast<uint4*>(s + e) = *reinterpret_cast<const uint4*>(src);
+    else if (kBypass)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
     else
       asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
@@ -27,3 +30,5 @@ __device__ __forceinline__ void a_tile(const unsigned short* __restrict__ a, int
 
 extern "C" __global__ void a_tile_ca(const unsigned short* __restrict__ a, int K) { a_tile<false>(a, K); }
 extern "C" __global__ void a_tile_cg(const unsigned short* __restrict__ a, int K) { a_tile<true>(a, K); }
+// no cp.async: a 128-bit load and a 128-bit store (LDG.128, STS.128)
+extern "C" __global__ void a_tile_ldg_sts(const unsigned short* __restrict__ a, int K) { a_tile<false, true>(a, K); }
