@@ -214,3 +214,19 @@ def test_a_cp_async_cg_stage_shared_side_is_measured_but_not_compared(tmp_path: 
             assert ld.agrees is None and not ld.comparable and NOT_COMPARABLE in ld.note
         else:
             assert ld.agrees is False and ld.comparable
+
+
+def test_a_launcher_in_a_package_of_the_current_directory_is_found(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher runs as ``python -c`` (the current directory first on its path), so a
+    package there is found; only a top-level ``NAME.py`` was (``pkg.mod:f`` was refused)."""
+    pkg = tmp_path / "tm_launch_pkg_xyz"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("def go():\n    print('launched')\n")
+    monkeypatch.chdir(tmp_path)
+    launcher_command("tm_launch_pkg_xyz:go")  # the package itself is found too
+    done = subprocess.run(launcher_command("tm_launch_pkg_xyz.mod:go"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "launched" in done.stdout, done.stderr
+    with pytest.raises(UserKernelError, match="no module 'tm_launch_nothing_xyz'"):
+        launcher_command("tm_launch_nothing_xyz.mod:go")

@@ -14,6 +14,7 @@ whole.  Whatever the program prints goes through ``threadmap diff``'s reader too
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -172,8 +173,10 @@ def launcher_command(spec: str) -> list[str]:
     m = re.fullmatch(r"([A-Za-z_][\w.]*):([A-Za-z_]\w*)", spec)
     if m is None:
         raise UserKernelError(f"--launcher {spec!r}: give module:function (e.g. my_kernels:launch)")
-    if importlib.util.find_spec(m.group(1).split(".")[0]) is None and not Path(m.group(1) + ".py").exists():
-        raise UserKernelError(f"--launcher {spec!r}: no module {m.group(1)!r} on the Python path")
+    top = m.group(1).split(".")[0]
+    # the launcher runs as ``python -c``, with the current directory first on its path
+    if importlib.util.find_spec(top) is None and importlib.machinery.PathFinder.find_spec(top, [os.getcwd()]) is None:
+        raise UserKernelError(f"--launcher {spec!r}: no module {top!r} on the Python path or in the current directory")
     code = f"import importlib; getattr(importlib.import_module({m.group(1)!r}), {m.group(2)!r})()"
     return [sys.executable, "-c", code]
 
