@@ -566,3 +566,10 @@ def test_a_256_bit_load_is_read_at_its_width() -> None:
     (k,) = parse_sass(text)
     assert [(m.name, m.space) for m in k.memory()] == [("LDG.256", "global"), ("LDGSTS.128", "global"),
                                                       ("LDG.32", "global")]
+
+
+def test_a_mistyped_spec_path_with_a_kernel_says_no_such_file(tmp_path: Path) -> None:
+    """``verify nope.yaml --kernel k.cu`` said '--kernel goes with one spec file', hiding the typo."""
+    p = _cli("verify", str(tmp_path / "nope.yaml"), "--kernel", str(TWINS), "-k", "rr_merged")
+    assert p.returncode == 2 and "no such file" in p.stderr and "goes with one spec" not in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1

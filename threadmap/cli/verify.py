@@ -219,6 +219,8 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
             if used:
                 raise UsageError(f"{flag} goes with --kernel (the compiled kernel's file)")
     if kernel_file is not None:
+        if len(paths) == 1 and missing:  # the one spec path names no spec: say why, not how to use --kernel
+            raise UsageError(missing[0].message)
         if engine != "enum" or len(files) != 1 or missing:
             raise UsageError("--kernel goes with one spec file and --engine enum (the kernel is that spec's)")
         if not kernel_file.strip():
