@@ -137,6 +137,12 @@ def test_cli_gpu_exe_refuses_odd_input_with_status_2(args: tuple[str, ...], says
     assert says in p.stderr and "--exe: --launcher" not in p.stderr, (args, p.stderr)
 
 
+def test_cli_gpu_exe_with_a_mistyped_spec_path_says_no_such_file(tmp_path: Path) -> None:
+    """It said 'give its one spec file', hiding the typo."""
+    p = _cli("gpu", str(tmp_path / "nope.yaml"), "--exe", "true", "--kernel-name", "k")
+    assert p.returncode == 2 and "nope.yaml: no such spec file" in p.stderr, p.stderr
+
+
 FAKE_NCU = """#!{python}
 import subprocess, sys
 args = sys.argv[1:]

@@ -12,7 +12,15 @@ from typing import Any
 
 import click
 
-from threadmap.cli.common import UsageError, echo_errors, output, parse_sizes, require_cutlass, targets
+from threadmap.cli.common import (
+    UsageError,
+    echo_errors,
+    output,
+    parse_sizes,
+    path_text,
+    require_cutlass,
+    targets,
+)
 
 
 @click.command("gpu")
@@ -173,6 +181,8 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
 
     if exe is not None and launcher is not None:
         raise UsageError("give --exe or --launcher, not both")
+    if len(paths) == 1 and not Path(paths[0]).exists():
+        raise UsageError(f"{path_text(paths[0])}: no such spec file")
     if len(paths) != 1 or not Path(paths[0]).is_file():
         raise UsageError("--exe and --launcher measure one kernel: give its one spec file")
     if not kernel_name:
