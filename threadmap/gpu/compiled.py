@@ -30,6 +30,13 @@ a thread is moved by access ``v // vec``, so the compiled kernel is the same par
 not allow (the merged accesses not contiguous or not aligned: ``vectorize`` fails at the
 compiled width) is reported and the declared counts kept.  Under predicates a merged access
 is predicated as a whole, as the compiled instruction is.
+
+**cp.async form.**  A global-to-shared stage's ``LDGSTS`` is ``cp.async.ca`` (its shared writes
+follow the global lines read: :func:`threadmap.hardware.ldgsts_wavefronts`) or, with
+``.BYPASS``, ``cp.async.cg`` (counted as a store); a stage of plain ``LDG``/``STS`` is a store.
+The form the SASS issues is the one counted: where it is not the spec's (another cp.async
+form, a cp.async where the spec declares a load and a store, or the reverse) it is a finding
+and the shared side is predicted for the compiled form.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.sass import Kernel, MemoryInstruction, parse_sass
@@ -195,11 +202,13 @@ def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int],
 _ZFILL_OPERAND = re.compile(r",\s*!?U?P[0-9T]\s*$")
 
 
-def ldgsts_form(instrs: Sequence[MemoryInstruction]) -> str | None:
+def ldgsts_form(instrs: Sequence[MemoryInstruction]) -> Literal["ca", "cg"] | None:
     """The cp.async form of a stage's ``LDGSTS`` instructions: ``cg`` when every one bypasses
     L1 (``LDGSTS.BYPASS``, ``cp.async.cg``), ``ca`` when none does; None when mixed or none."""
-    forms = {"cg" if "BYPASS" in m.instruction.modifiers else "ca" for m in instrs if m.opcode == "LDGSTS"}
-    return forms.pop() if len(forms) == 1 else None
+    forms = {"BYPASS" in m.instruction.modifiers for m in instrs if m.opcode == "LDGSTS"}
+    if len(forms) != 1:
+        return None
+    return "cg" if forms.pop() else "ca"
 
 
 def _declared_form(sd: SideModel) -> str | None:
@@ -355,7 +364,7 @@ def _settle_form(sd: SideModel, got: list[MemoryInstruction], sides: dict[tuple[
     if form is None:
         return
     for which in ("src", "dst"):
-        sides[(sd.stage, which)].cp_async = form  # type: ignore[assignment]
+        sides[(sd.stage, which)].cp_async = form
     declared = _declared_form(sd)
     if form == declared or (declared is None and form == "cg"):  # .cg and a plain store: one rule
         return
