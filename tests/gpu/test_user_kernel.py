@@ -111,7 +111,8 @@ def test_cli_gpu_exe_prints_the_prediction_and_refuses_bad_use(merged) -> None: 
                        (("--exe", "true", "--launcher", "m:f", "--kernel-name", "k"), "not both"),
                        (("--launcher", "json:dumps", "--kernel-name", "k"), "needs --kernel"),
                        (("--exe", "'unclosed", "--kernel-name", "k"), "--exe"),
-                       (("--kernel-name", "k"), "go with --exe")]:
+                       (("--kernel-name", "k"), "go with --exe"),
+                       (("--arch", "sm_80"), "go with --exe")]:  # --arch alone was ignored
         p = _cli("gpu", str(SPEC), *args)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
 

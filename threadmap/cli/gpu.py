@@ -98,9 +98,10 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
             raise UsageError("-o and --json name the same file")
         user_kernel(paths, exe, launcher, kernel_name, kernel_file, arch, sizes, fmt, output_path, json_path)
         return
-    if kernel_name is not None or kernel_file is not None:
-        raise UsageError("--kernel-name and --kernel go with --exe or --launcher (verify --kernel reads a kernel "
-                         "without a GPU)")
+    arch_given = click.get_current_context().get_parameter_source("arch") == click.core.ParameterSource.COMMANDLINE
+    if kernel_name is not None or kernel_file is not None or arch_given:
+        raise UsageError("--kernel-name, --kernel and --arch go with --exe or --launcher (verify --kernel reads a "
+                         "kernel without a GPU)")
     require_cutlass()
     if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
         raise UsageError("-o and --json name the same file")
