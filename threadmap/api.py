@@ -28,6 +28,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from threadmap.errors import SpecError, ThreadmapError
+from threadmap.hardware import LINE_BYTES
 from threadmap.model import KernelModel, build_model
 from threadmap.report.model import Engine, EngineReport, ProveReport, ProveRun, SpecErrorEntry, SpecRun, VerifyReport
 from threadmap.simulate.access import AccessTable
@@ -35,6 +36,7 @@ from threadmap.simulate.engine import Simulator
 from threadmap.spec.load import LoadedSpec, load_spec, loads_spec, spec_files, with_sizes
 from threadmap.spec.schema import CHECK_ALIASES, SizeRange
 from threadmap.verify import CHECK_NAMES, RunOptions, WorkTooLarge, verify_model
+from threadmap.verify.banks import ldgsts_instruction_wavefronts, ldgsts_rule
 from threadmap.version import __version__
 
 __all__ = ["CHECK_NAMES", "ENGINES", "EngineReport", "LoadedSpec", "ShowResult", "WorkTooLarge", "check_names",
@@ -317,7 +319,22 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
                 raise ThreadmapError(f"--step {step} is outside stage {t.stage} {t.side}'s {t.steps} "
                                      "instructions per thread")
             parts.append(access_map(t, block, step=step, warp=warp))
+            if t.side == "dst" and "ldgsts_src" in t.meta and ldgsts_rule(cp.dst):
+                parts.append(_ldgsts_line(t, t.meta["ldgsts_src"], cp.dst, warp, step))
     return ShowResult("\n".join(parts), page_svg(tables, block) if svg else None, tables, tuple(warnings))
+
+
+def _ldgsts_line(t: AccessTable, src: AccessTable, side: Any, warp: int, step: int) -> str:
+    """What a ``cp.async.ca`` instruction costs beside its bank map (which shows the banks as a
+    store serves them): the LDGSTS rule's wavefronts, as ``verify`` counts them."""
+    zfill = bool(side.copy_op) and side.copy_op.split("<", 1)[0].endswith("_ZFILL")
+    wf, ideal = ldgsts_instruction_wavefronts(t, src, zfill)
+    i = warp * t.steps + step
+    rows = range(i * t.instruction_rows, (i + 1) * t.instruction_rows, t.vec)
+    lines = len({int(src.addr[r]) // LINE_BYTES for r in rows if t.pred[r]})
+    return (f"cp.async.ca (LDGSTS): {int(wf[i])} wavefronts (ideal {int(ideal[i])}): it writes shared memory one "
+            f"global 128-byte line at a time and its lanes read {lines} lines (the map shows the banks as a store "
+            "would use them)")
 
 
 def describe_error(e: BaseException) -> str:

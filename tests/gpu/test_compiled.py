@@ -447,3 +447,129 @@ def test_an_executable_is_read_with_the_wheels_disassembler(tmp_path: Path, monk
         (tmp_path / "k").write_bytes((tmp_path / "k").read_bytes() + b"\0")  # a new cache key
         with pytest.raises(ToolchainError, match="nvdisasm"):
             disassemble(tmp_path / "k")
+
+
+# ------------------------------------------------------------- found by the attack helper
+def test_a_kernel_name_or_arch_without_kernel_is_refused_not_ignored() -> None:
+    """``-k``/``--arch`` without ``--kernel`` once ran the spec alone and exited as if no kernel
+    had been asked for."""
+    for args in (("-k", "rr_merged"), ("--kernel-name", ""), ("--arch", "sm_80")):
+        p = _cli("verify", str(SPEC), *args)
+        assert p.returncode == 2 and "goes with --kernel" in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+
+
+def test_the_checks_asked_for_alone_decide_the_verdict_with_a_kernel() -> None:
+    """``--checks coverage --kernel``: the counts at the compiled width are still predicted, but
+    the count checks they need no longer fail a run that asked only for coverage (it exited 1
+    on the spec's bank conflicts)."""
+    _kernel("rr_merged", "sm_90")
+    alone = _cli("verify", str(SPEC), "--checks", "coverage", "--format", "json")
+    p = _cli("verify", str(SPEC), "--checks", "coverage", "--kernel", str(TWINS), "-k", "rr_merged", "--format", "json")
+    assert p.returncode == alone.returncode == 0, p.stderr
+    run, run_alone = json.loads(p.stdout)["runs"][0], json.loads(alone.stdout)["runs"][0]
+    assert [r["check"] for r in run["results"]] == [r["check"] for r in run_alone["results"]]
+    assert run["verdict"] == run_alone["verdict"] == "pass"
+    sides = {(s["stage"], s["side"]): s for s in run["compiled"]["sides"]}
+    inst, wpi = _oracle_stage2_load(4)
+    got = sides[(2, "src")]["compiled"]
+    assert (got["instructions"], got["wavefronts_per_instruction"]) == (inst, wpi)
+    assert sides[(2, "src")]["declared"]["wavefronts_per_instruction"] == _oracle_stage2_load(1)[1]
+
+
+def test_compact_output_keeps_the_compiled_warnings() -> None:
+    """``--compact`` once dropped the compiled kernel and its width warning without a word."""
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--compact", "--kernel", str(TWINS), "-k", "rr_merged")
+    assert p.returncode == 1, p.stderr
+    assert "compiled kernel rr_merged (sm_90): 4 sides, 4 mapped" in p.stdout
+    assert "warning: stage 2 src: declared 32-bit, compiled LDS.128 -- 4 accesses of a thread merged" in p.stdout
+
+
+def test_a_source_without_a_kernel_says_so_not_that_ptx_is_unread(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty ``.cu`` (compiled here, for the arch asked) has no kernel: the PTX message was
+    for a binary built without SASS."""
+    _kernel("rr_merged", "sm_90")
+    monkeypatch.setenv("THREADMAP_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "empty.cu").write_text("")
+    with pytest.raises(KernelNotFound) as e:
+        load_kernel(tmp_path / "empty.cu", None, "sm_90")
+    assert "no kernel code in it (compiled for sm_90" in str(e.value) and "PTX" not in str(e.value)
+
+
+FORMS = ROOT / "tests" / "gpu" / "compiled" / "cp_async_forms.cu"
+GEMM_A = ROOT / "specs" / "cutlass" / "sm80_f16_gemm_a_128x32_warpraked.yaml"
+
+
+def _dst_rate(spec: Path) -> float:
+    """Wavefronts per instruction the verifier counts for the A tile's cp.async destination."""
+    (run,) = verify_spec(load(spec), checks=["bank_conflicts"])
+    (r,) = [r for r in run.results if r.check == "bank_conflicts" and r.side == "dst"]
+    return r.summary.wavefronts / r.summary.instructions
+
+
+@pytest.mark.parametrize("declared", ["CACHEGLOBAL", "CACHEALWAYS"])
+@pytest.mark.parametrize("compiled", ["ca", "cg", "ldg_sts"])
+def test_the_compiled_cp_async_form_decides_how_its_shared_writes_are_counted(tmp_path: Path, declared: str,
+                                                                              compiled: str) -> None:
+    """The A tile declared as one cp.async form and compiled as either, or as a plain load and
+    store: the SASS (``LDGSTS`` .ca, ``LDGSTS.BYPASS`` .cg, ``STS``) is what the hardware runs,
+    so the prediction is the verifier's for it (the LDGSTS rule for .ca: 8 wavefronts, the store
+    rule otherwise: 4), and anything other than the declared form is a finding.  It was the
+    declared form's always."""
+    try:
+        kernel = load_kernel(FORMS, f"a_tile_{compiled}", "sm_90")
+    except ToolchainError as e:
+        cannot_run(str(e))
+    specs = {}
+    for form in ("CACHEGLOBAL", "CACHEALWAYS"):
+        specs[form] = tmp_path / f"{form}.yaml"
+        specs[form].write_text(GEMM_A.read_text().replace("SM80_CP_ASYNC_CACHEGLOBAL<", f"SM80_CP_ASYNC_{form}<"))
+    loaded = load(specs[declared])
+    (run,) = verify_spec(loaded)
+    out = analyse(build_model(loaded, dict(loaded.envs[0])), run, kernel, str(FORMS))
+    dst = {(s.stage, s.side): s for s in out.sides}[(0, "dst")]
+    assert dst.status == "mapped" and dst.cp_async == (None if compiled == "ldg_sts" else compiled)
+    assert dst.declared.wavefronts_per_instruction == _dst_rate(specs[declared])
+    expect = _dst_rate(specs["CACHEALWAYS" if compiled == "ca" else "CACHEGLOBAL"])
+    assert dst.compiled.wavefronts_per_instruction == expect and dst.compiled.instructions == dst.declared.instructions
+    assert _dst_rate(specs["CACHEALWAYS"]) != _dst_rate(specs["CACHEGLOBAL"])  # the rules differ on this tile
+    found = [f for f in out.findings if f.kind == "compiled_cp_async"]
+    if (declared == "CACHEALWAYS" and compiled == "ca") or (declared == "CACHEGLOBAL" and compiled == "cg"):
+        assert found == []
+    else:
+        (f,) = found
+        assert f.stage == 0 and declared in f.message
+        assert (f"cp.async.{compiled}" if compiled != "ldg_sts" else "a load and a store (STS.128)") in f.message
+    assert out.unmatched == []
+
+
+def test_sarif_describes_the_compiled_rules() -> None:
+    """A compiled finding's SARIF rule had its own id for a description."""
+    _kernel("rr_merged", "sm_90")
+    p = _cli("verify", str(SPEC), "--kernel", str(TWINS), "-k", "rr_merged", "--format", "sarif")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)["runs"][0]
+    (res,) = [r for r in doc["results"] if r["ruleId"].startswith("compiled.")]
+    assert res["ruleId"] == "compiled.compiled_width" and res["level"] == "warning"
+    rules = {r["id"]: r["shortDescription"]["text"] for r in doc["tool"]["driver"]["rules"]}
+    assert rules["compiled.compiled_width"] != "compiled.compiled_width"
+
+
+def test_a_256_bit_load_is_read_at_its_width() -> None:
+    """sm_100's ``ld.global.v8.b32`` is ``LDG.E.ENL2.256`` (nvcc 13.0): it was read as 32 bits,
+    so a side of 32 bits a thread would have been mapped to it at the wrong width."""
+    text = "\tcode for sm_100\n\t\tFunction : v8\n" \
+           "        /*0070*/                   LDG.E.ENL2.256 R4, R8, desc[UR4][R4.64] ;\n" \
+           "        /*0080*/                   LDGSTS.E.BYPASS.LTC128B.128 [R7], desc[UR6][R4.64] ;\n" \
+           "        /*0090*/                   LDG.E.LTC128B R2, desc[UR4][R4.64] ;\n"
+    (k,) = parse_sass(text)
+    assert [(m.name, m.space) for m in k.memory()] == [("LDG.256", "global"), ("LDGSTS.128", "global"),
+                                                      ("LDG.32", "global")]
+
+
+def test_a_mistyped_spec_path_with_a_kernel_says_no_such_file(tmp_path: Path) -> None:
+    """``verify nope.yaml --kernel k.cu`` said '--kernel goes with one spec file', hiding the typo."""
+    p = _cli("verify", str(tmp_path / "nope.yaml"), "--kernel", str(TWINS), "-k", "rr_merged")
+    assert p.returncode == 2 and "no such file" in p.stderr and "goes with one spec" not in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1

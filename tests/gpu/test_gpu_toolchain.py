@@ -78,3 +78,19 @@ def test_a_damaged_cached_binary_is_rebuilt(tmp_path: Path, monkeypatch: pytest.
     binary.write_bytes(b"not a program")  # a damaged cached binary is rebuilt, not trusted
     proc = run_cached(lambda: build_host(src), ["a"])
     assert proc.returncode == 0 and proc.stdout == "2" and binary.read_bytes() != b"not a program"
+
+
+def test_an_empty_cache_variable_is_the_default_not_the_current_directory(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``THREADMAP_CACHE=`` (set, empty) put every compile and disassembly into the current
+    directory; it means the default, as unset does."""
+    from threadmap.gpu.toolchain import cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("THREADMAP_CACHE", "")
+    assert cache_dir() == tmp_path / "home" / ".cache" / "threadmap"
+    monkeypatch.delenv("THREADMAP_CACHE")
+    assert cache_dir() == tmp_path / "home" / ".cache" / "threadmap"
+    monkeypatch.setenv("THREADMAP_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c" and (tmp_path / "c").is_dir()

@@ -344,3 +344,30 @@ def test_a_proof_contradicted_by_a_sample_is_a_disagreement() -> None:
     assert any("coverage is PROVED" in d for d in found) and any("predicates is PROVED" in d for d in found)
     assert disagreements([api.verify_spec(ROOT / "specs" / "cute_transpose" / "row_smem_swizzled.yaml")[0]],
                          [good]) == []
+
+
+def test_a_cp_async_ca_destination_is_not_proved_conflict_free_by_tile_classes(tmp_path: Path) -> None:
+    """The A tile with cp.async.ca (the LDGSTS rule: a phase costs one wavefront per global line
+    its lanes read) for K = 32, 64, ...: one size class (K mod 32 = 0) whose representative,
+    K = 32, puts a phase's two 64-byte rows in one line (4 wavefronts, no conflict), while
+    K = 64 puts them 128 bytes apart (8).  The tile type does not decide the count, so the
+    property is UNKNOWN, never PROVED (it was PROVED); the enumeration at K = 64 refutes it."""
+    text = (RANGES / "sm80_f16_gemm_a_128x32_warpraked.yaml").read_text()
+    for old, new in (("SM80_CP_ASYNC_CACHEGLOBAL<", "SM80_CP_ASYNC_CACHEALWAYS<"),
+                     ("M: {min: 1, max: 2147483647, samples: [1000, 1024]}", "M: 128"),
+                     ("K: {min: 8, max: 2097120, samples: [64, 1000]}",
+                      "K: {min: 32, max: 2097120, multiple_of: 32, samples: [32, 64]}"),
+                     ('assume: ["K % 8 == 0"]\n', "")):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "a_ca.yaml"
+    path.write_text(text)
+    runs = {r.sizes["K"]: r for r in api.verify_spec(path)}
+    assert runs[32].verdict == "pass" and runs[64].failing == ["bank_conflicts"]
+    run = prove([path], timeout_s=120).runs[0]
+    p = props(run)
+    assert p["bank_conflicts"].status == "UNKNOWN" and "global lines" in p["bank_conflicts"].reason
+    assert p["coverage"].status == "PROVED" and p["coverage"].classes == 1
+    # the bypassing form keeps the store rule, a function of the shared addresses alone: proved
+    path.write_text(text.replace("SM80_CP_ASYNC_CACHEALWAYS<", "SM80_CP_ASYNC_CACHEGLOBAL<"))
+    assert props(prove([path], timeout_s=120).runs[0])["bank_conflicts"].status == "PROVED"

@@ -267,3 +267,26 @@ def test_heatmaps_are_xml() -> None:
     assert len(page.findall(f"{SVG}g")) == 4          # two tiles, two heat maps
     with pytest.raises(RenderError):
         heatmap_svg(make_table(col_major, 32, 1, memory="register"))
+
+
+def test_show_gives_a_cp_async_ca_instruction_the_wavefronts_verify_counts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``threadmap show`` of a CACHEALWAYS stage drew only the store's bank map (4 wavefronts)
+    where ``verify`` counts the LDGSTS rule's 8 for the same instruction (8 global lines)."""
+    from pathlib import Path
+
+    import threadmap.api as api
+    from threadmap import hardware as hw
+
+    root = Path(__file__).resolve().parents[2]
+    spec = tmp_path / "a_ca.yaml"
+    spec.write_text((root / "specs" / "cutlass" / "sm80_f16_gemm_a_128x32_warpraked.yaml").read_text()
+                    .replace("SM80_CP_ASYNC_CACHEGLOBAL<", "SM80_CP_ASYNC_CACHEALWAYS<"))
+    ((src, dst),) = api.simulate(spec)
+    rows = range(0, dst.instruction_rows, dst.vec)  # block 0, warp 0, step 0
+    want = hw.ldgsts_wavefronts([(int(dst.lane[r]), int(dst.addr[r]), int(src.addr[r])) for r in rows], 16)
+    (line,) = [ln for ln in api.show(spec, stage=0).text.splitlines() if ln.startswith("cp.async.ca (LDGSTS)")]
+    assert f"{want.wavefronts} wavefronts (ideal {want.ideal})" in line and want.wavefronts == 8
+    (run,) = api.verify_spec(spec, checks=["bank_conflicts"])
+    assert run.results[0].summary.max_wavefronts == want.wavefronts
+    plain = root / "specs" / "cutlass" / "sm80_f16_gemm_a_128x32_warpraked.yaml"  # .cg: the store's map alone
+    assert "cp.async.ca (LDGSTS)" not in api.show(plain, stage=0).text

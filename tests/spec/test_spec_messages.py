@@ -177,3 +177,53 @@ def test_a_stage_atom_beside_a_tiled_copy_naming_another_is_located(tmp_path: Pa
     assert code == 2, err
     msg = located(err, text, "stages[0].copy.atom", "SM80_CP_ASYNC_CACHEALWAYS")
     assert "src side's tiled_copy names its own copy operation (UniversalCopy<uint128_t>)" in msg
+
+
+TILED = ('tiled_copy: {threads: "(4,8):(8,1)", values: "(1,4):(4,1)", atom: "%s"}')
+CP_TILE = """spec: 1
+name: a 4 x 32 float tile, one 16-byte cp.async a thread
+element: f32
+threads: 32
+sizes: {M: 64, N: 64}
+grid: ["ceil_div(M, 4)", "ceil_div(N, 32)"]
+tensors:
+  A:  {memory: global, layout: "(M,N):(N,1)", align: 256}
+  sA: {memory: shared, layout: "(4,32):(32,1)"}
+stages:
+  - copy:
+      src: {tensor: A, tile: [4, 32], at: [bx, by], SRC}
+      dst: {tensor: sA, DST}
+  - barrier
+"""
+
+
+@pytest.mark.parametrize("src,dst", [
+    ("SM80_CP_ASYNC_CACHEALWAYS<uint128_t>", "UniversalCopy<uint64_t>"),
+    ("SM80_CP_ASYNC_CACHEALWAYS<uint128_t>", "SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>"),
+    ("UniversalCopy<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS<uint128_t>"),
+])
+def test_a_cp_async_tiled_copy_and_another_operation_on_one_stage_are_located(tmp_path: Path, src: str,
+                                                                               dst: str) -> None:
+    """One cp.async instruction moves both sides: sides whose tiled_copies name different
+    operations were accepted, each counted by its own (the destination of a .ca source by the
+    store rule, at 64 bits)."""
+    text = CP_TILE.replace("SRC", TILED % src).replace("DST", TILED % dst)
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[0].copy.dst.tiled_copy.atom", f'"{dst}"')
+    assert f"the sides name different copy operations ({src} and {dst})" in msg
+    same = CP_TILE.replace("SRC", TILED % dst).replace("DST", TILED % dst)
+    assert verify(tmp_path, same)[0] in (0, 1)
+
+
+def test_a_cp_async_tiled_copy_goes_from_global_to_shared_memory(tmp_path: Path) -> None:
+    """A tiled_copy's cp.async on a copy from shared to global memory was accepted (only the
+    stage ``atom`` was checked)."""
+    op = "SM80_CP_ASYNC_CACHEALWAYS<uint128_t>"
+    tc = TILED % op
+    text = CP_TILE.replace("SRC", tc).replace("DST", tc) + \
+        f"  - copy:\n      src: {{tensor: sA, {tc}}}\n      dst: {{tensor: A, tile: [4, 32], at: [bx, by], {tc}}}\n"
+    code, err = verify(tmp_path, text)
+    assert code == 2, err
+    msg = located(err, text, "stages[2].copy.src.tiled_copy.atom", f'"{op}"')
+    assert "copies global memory to shared memory; this copy goes from shared to global" in msg

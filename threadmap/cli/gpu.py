@@ -12,7 +12,15 @@ from typing import Any
 
 import click
 
-from threadmap.cli.common import UsageError, echo_errors, output, parse_sizes, require_cutlass, targets
+from threadmap.cli.common import (
+    UsageError,
+    echo_errors,
+    output,
+    parse_sizes,
+    path_text,
+    require_cutlass,
+    targets,
+)
 
 
 @click.command("gpu")
@@ -61,7 +69,8 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     (tiled copies, local_partition, TiledMMA partitions, CUTLASS thread maps, swizzled
     layouts); the records are compared with the simulator's, one by one.
     Exit status: 0 no mismatch, 1 mismatches, 2 invalid spec or usage (or --where device
-    without a GPU), 3 internal error.
+    without a GPU, or --exe/--launcher without Nsight Compute: the prediction is printed and
+    nothing measured), 3 internal error.
     """
     from rich.console import Console
 
@@ -77,11 +86,22 @@ def gpu_cmd(paths: tuple[str, ...], where: str, fmt: str, output_path: str | Non
     if not paths:
         raise UsageError("give spec files or directories (or --include-dir)")
     if exe is not None or launcher is not None:
+        ctx = click.get_current_context()
+        for name, flag in (("where", "--where"), ("max_rows", "--max-rows"),
+                           ("behaviour", "--behaviour/--no-behaviour"), ("counters", "--counters"),
+                           ("racecheck", "--racecheck"), ("compile_only", "--compile-only")):
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+                raise UsageError(f"{flag} goes with probing specs, not with --exe or --launcher (one profiled launch)")
+        if fmt == "markdown":
+            raise UsageError("--exe and --launcher write a table or JSON (--format table|json), not markdown")
+        if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
+            raise UsageError("-o and --json name the same file")
         user_kernel(paths, exe, launcher, kernel_name, kernel_file, arch, sizes, fmt, output_path, json_path)
         return
-    if kernel_name is not None or kernel_file is not None:
-        raise UsageError("--kernel-name and --kernel go with --exe or --launcher (verify --kernel reads a kernel "
-                         "without a GPU)")
+    arch_given = click.get_current_context().get_parameter_source("arch") == click.core.ParameterSource.COMMANDLINE
+    if kernel_name is not None or kernel_file is not None or arch_given:
+        raise UsageError("--kernel-name, --kernel and --arch go with --exe or --launcher (verify --kernel reads a "
+                         "kernel without a GPU)")
     require_cutlass()
     if output_path and json_path and Path(output_path).resolve() == Path(json_path).resolve():
         raise UsageError("-o and --json name the same file")
@@ -158,10 +178,12 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     import shlex
 
     from threadmap.gpu.formats import render_user_kernel
-    from threadmap.gpu.user import launcher_command, measure
+    from threadmap.gpu.user import NO_NCU, launcher_command, measure
 
     if exe is not None and launcher is not None:
         raise UsageError("give --exe or --launcher, not both")
+    if len(paths) == 1 and not Path(paths[0]).exists():
+        raise UsageError(f"{path_text(paths[0])}: no such spec file")
     if len(paths) != 1 or not Path(paths[0]).is_file():
         raise UsageError("--exe and --launcher measure one kernel: give its one spec file")
     if not kernel_name:
@@ -185,6 +207,9 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
     write_report(run, fmt, write, output_path, render_user_kernel)
     if json_path:
         output(json_path, files, "--json")(run.model_dump_json(indent=1))
+    if NO_NCU in run.notes:  # the prediction is printed, but nothing was measured: not a pass
+        raise UsageError("nothing measured: Nsight Compute (ncu) not found on PATH, in /usr/local/cuda/bin or "
+                         "/opt/nvidia/nsight-compute (the report holds the compiled prediction only)")
     sys.exit(0 if run.ok else 1)
 
 

@@ -36,9 +36,26 @@ def compact_default(paths: tuple[str, ...], files: list[Path], details: bool | N
 
 
 def draw_verify(report: VerifyReport, con: Any, verbose: bool, compact: bool) -> None:
-    from threadmap.report.formats import render_compact, render_table
+    """The runs as tables, or one line each; a compiled kernel's (``--kernel``) warnings under
+    its run's line either way (the compact form never drops them)."""
+    from rich.markup import escape
 
-    (render_compact(report, con) if compact else render_table(report, con, verbose=verbose))
+    from threadmap.report.formats import printable, render_compact, render_table, short_name
+
+    if not compact:
+        render_table(report, con, verbose=verbose)
+        return
+    render_compact(report, con)
+    for run in report.runs:
+        ck = run.compiled
+        if ck is None:
+            continue
+        states = [cs.status for cs in ck.sides]
+        counted = ", ".join(f"{states.count(s)} {s}" for s in ("mapped", "ambiguous", "missing") if s in states)
+        con.print(escape(f"  compiled kernel {printable(short_name(ck.demangled or ck.kernel))} ({ck.arch}): "
+                         f"{len(ck.sides)} sides, {counted or 'none'}"), soft_wrap=True)
+        for f in ck.findings:
+            con.print(f"  {f.severity}: {escape(printable(f.message))}", soft_wrap=True)
 
 
 def draw_proofs(report: ProveReport, con: Any, compact: bool) -> None:
@@ -196,7 +213,14 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
         api.check_names(check_list)  # an unknown check is refused before any work
     compact = compact_default(paths, files, details)
     kernel = None
+    if kernel_file is None:
+        given = click.get_current_context().get_parameter_source("arch") == click.core.ParameterSource.COMMANDLINE
+        for flag, used in (("--kernel-name", kernel_name is not None), ("--arch", given)):
+            if used:
+                raise UsageError(f"{flag} goes with --kernel (the compiled kernel's file)")
     if kernel_file is not None:
+        if len(paths) == 1 and missing:  # the one spec path names no spec: say why, not how to use --kernel
+            raise UsageError(missing[0].message)
         if engine != "enum" or len(files) != 1 or missing:
             raise UsageError("--kernel goes with one spec file and --engine enum (the kernel is that spec's)")
         if not kernel_file.strip():
@@ -205,8 +229,6 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
             raise UsageError(f"--arch {arch!r}: an architecture such as sm_80, sm_90 or sm_90a")
         from threadmap.gpu.compiled import load_kernel
         kernel = load_kernel(Path(kernel_file), kernel_name, arch)
-        if check_list is not None:  # the counts at the compiled width read these two
-            check_list = sorted({*check_list, "bank_conflicts", "coalescing"})
     report = run_engine(files, missing, engine, sizes=parse_sizes(sizes), checks=check_list,
                         exhaustive=exhaustive, timeout=timeout)
     to_file = output_path is not None

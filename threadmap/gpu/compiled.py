@@ -30,14 +30,22 @@ a thread is moved by access ``v // vec``, so the compiled kernel is the same par
 not allow (the merged accesses not contiguous or not aligned: ``vectorize`` fails at the
 compiled width) is reported and the declared counts kept.  Under predicates a merged access
 is predicated as a whole, as the compiled instruction is.
+
+**cp.async form.**  A global-to-shared stage's ``LDGSTS`` is ``cp.async.ca`` (its shared writes
+follow the global lines read: :func:`threadmap.hardware.ldgsts_wavefronts`) or, with
+``.BYPASS``, ``cp.async.cg`` (counted as a store); a stage of plain ``LDG``/``STS`` is a store.
+The form the SASS issues is the one counted: where it is not the spec's (another cp.async
+form, a cp.async where the spec declares a load and a store, or the reverse) it is a finding
+and the shared side is predicted for the compiled form.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.sass import Kernel, MemoryInstruction, parse_sass
@@ -53,6 +61,7 @@ from threadmap.report.model import (
     SpecRun,
     VerifyReport,
 )
+from threadmap.verify.banks import ldgsts_rule
 from threadmap.verify.run import RunOptions, verify_model
 
 #: the instruction kind of a side: (memory, which) -> (space, direction) of MEMORY_OPCODES
@@ -70,8 +79,12 @@ def load_kernel(path: Path, name: str | None, arch: str) -> Kernel:
     executable with embedded cubins) whose mangled or demangled name contains ``name``."""
     if not path.is_file():
         raise KernelNotFound(f"{path}: {'not a regular file' if path.exists() else 'no such file'}")
-    binary = build_user_cubin(path, arch) if path.suffix in SOURCE_SUFFIXES else path
+    source = path.suffix in SOURCE_SUFFIXES
+    binary = build_user_cubin(path, arch) if source else path
     kernels = parse_sass(disassemble(binary))
+    if source and not kernels:  # compiled here for arch: no SASS means no kernel, not PTX only
+        raise KernelNotFound(f"{path}: no kernel code in it (compiled for {arch}: no __global__ function, "
+                             "or only templates it never instantiates)")
     for k, d in zip(kernels, demangle([k.name for k in kernels]), strict=True):
         k.demangled = d if d != k.name else ""
     return pick_kernel(kernels, name, arch, str(path))
@@ -163,16 +176,53 @@ def _counts(run: SpecRun, sd: SideModel, bits: int) -> CompiledCounts | None:
     return None
 
 
-def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int]) -> KernelModel:
-    """``model`` with the vector width of some sides changed (their accesses regrouped)."""
+def _has_counts(run: SpecRun, model: KernelModel) -> bool:
+    """Whether ``run`` holds the bank or sector counts of every memory side of ``model``."""
+    have = {(r.stage, r.side) for r in run.results if r.check in ("bank_conflicts", "coalescing")}
+    return all((sd.stage, sd.which) in have for sd in model.sides() if sd.memory in ("global", "shared"))
+
+
+def _with_vec(model: KernelModel, changes: dict[tuple[int, str], int],
+              ops: dict[int, str] | None = None) -> KernelModel:
+    """``model`` with the vector width of some sides changed (their accesses regrouped), and
+    the copy operation of some stages (``ops``: stage -> the cp.async its SASS issues)."""
     stages = []
     for st in model.stages:
         if isinstance(st, CopyModel):
             src, dst = (sd if (v := changes.get((sd.stage, sd.which))) is None else
                         dataclasses.replace(sd, partition=sd.partition.with_vec(v)) for sd in st.sides())
+            if ops and st.index in ops:
+                src, dst = (dataclasses.replace(sd, copy_op=ops[st.index]) for sd in (src, dst))
             st = dataclasses.replace(st, src=src, dst=dst)
         stages.append(st)
     return dataclasses.replace(model, stages=tuple(stages))
+
+
+#: an LDGSTS's zero-fill operand: the predicate after its addresses (``[R7], desc[UR6][R4.64], P0``)
+_ZFILL_OPERAND = re.compile(r",\s*!?U?P[0-9T]\s*$")
+
+
+def ldgsts_form(instrs: Sequence[MemoryInstruction]) -> Literal["ca", "cg"] | None:
+    """The cp.async form of a stage's ``LDGSTS`` instructions: ``cg`` when every one bypasses
+    L1 (``LDGSTS.BYPASS``, ``cp.async.cg``), ``ca`` when none does; None when mixed or none."""
+    forms = {"BYPASS" in m.instruction.modifiers for m in instrs if m.opcode == "LDGSTS"}
+    if len(forms) != 1:
+        return None
+    return "cg" if forms.pop() else "ca"
+
+
+def _declared_form(sd: SideModel) -> str | None:
+    """The cp.async form a side declares (``ca``: the LDGSTS rule counts its shared writes)."""
+    return None if not sd.cp_async else "ca" if ldgsts_rule(sd) else "cg"
+
+
+def _compiled_op(sd: SideModel, form: str, instrs: Sequence[MemoryInstruction], bits: int) -> str:
+    """The copy operation a cp.async stage's SASS issues, by CuTe's name: the form read from the
+    SASS, zero-fill as the spec declares it (or as the SASS shows it, for a spec without cp.async)."""
+    zfill = sd.copy_op.split("<", 1)[0].endswith("_ZFILL") if sd.cp_async and sd.copy_op else \
+        any(_ZFILL_OPERAND.search(m.instruction.operands) for m in instrs)
+    return f"SM80_CP_ASYNC_{'CACHEALWAYS' if form == 'ca' else 'CACHEGLOBAL'}{'_ZFILL' if zfill else ''}" \
+           f"<uint{bits}_t>"
 
 
 def _kinds(model: KernelModel, kernel: Kernel) -> tuple[dict[tuple[str, str], list[SideModel]], list[SideModel]]:
@@ -228,7 +278,11 @@ def _settle(sd: SideModel, got: list[MemoryInstruction], cs: CompiledSide, chang
 
 
 def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> CompiledKernel:
-    """The compiled kernel beside ``run`` (``verify`` of ``model``): see the module docstring."""
+    """The compiled kernel beside ``run`` (``verify`` of ``model``): see the module docstring.
+    The declared counts are ``run``'s, or, where it ran without the count checks (``verify
+    --checks``), those of a run of them apart: the checks asked for alone decide ``run``'s verdict."""
+    if not _has_counts(run, model):
+        run = verify_model(model, RunOptions(checks=COUNT_CHECKS))
     out = CompiledKernel(file=file, kernel=kernel.name, demangled=kernel.demangled, arch=kernel.arch,
                          unmodelled=[f"0x{i.address:04x} {i.text}" for i in kernel.unmodelled()])
     instrs = kernel.memory()
@@ -280,18 +334,64 @@ def analyse(model: KernelModel, run: SpecRun, kernel: Kernel, file: str) -> Comp
             cs.status, cs.note = sides[(sd.stage, "src")].status, sides[(sd.stage, "src")].note
             continue
         _settle(sd, src, cs, changes, out)
+    ops: dict[int, str] = {}
+    for sd in mirrors:
+        _settle_form(sd, owned.get((sd.stage, "src"), []), sides, ops, out)
+    for c in model.copies():  # a declared cp.async the kernel issues as a load and a store
+        got = owned.get((c.index, "dst"), [])
+        if c.cp_async and c.index not in {sd.stage for sd in mirrors} and got:
+            _settle_plain(c.dst, got, ops, out)
     for st in sorted({sd.stage for sd in mirrors}):
         for which in ("src", "dst"):
             cs = sides[(st, which)]
             cs.note = (cs.note + "; " if cs.note else "") + "cp.async (LDGSTS): one instruction moves both sides"
-    if changes:
-        _predict(model, changes, sides, out)
+    if changes or ops:
+        _predict(model, changes, sides, out, ops)
     for cs in sides.values():
         if cs.compiled is None and cs.status != "missing":
             cs.compiled = cs.declared
     out.sides = [sides[k] for k in sorted(sides, key=lambda k: (k[0], k[1] != "src"))]
     out.unmatched = [_describe(m) for m in instrs if m.index not in taken]
     return out
+
+
+def _settle_form(sd: SideModel, got: list[MemoryInstruction], sides: dict[tuple[int, str], CompiledSide],
+                 ops: dict[int, str], out: CompiledKernel) -> None:
+    """A cp.async stage's form as compiled (``sd``: its shared side, ``got``: its LDGSTS): set on
+    both sides; where the spec declares another form (or no cp.async), a finding, and the
+    stage counted as compiled: the LDGSTS rule for ``.ca``, the store rule for ``.cg``."""
+    form = ldgsts_form(got)
+    if form is None:
+        return
+    for which in ("src", "dst"):
+        sides[(sd.stage, which)].cp_async = form
+    declared = _declared_form(sd)
+    if form == declared or (declared is None and form == "cg"):  # .cg and a plain store: one rule
+        return
+    ops[sd.stage] = _compiled_op(sd, form, got, sides[(sd.stage, "dst")].compiled_bits or sd.access_bits)
+    said = f"declared {sd.copy_op}" if declared else "declared a load and a store, not cp.async"
+    rule = ("its shared writes follow the global lines read (the LDGSTS rule)" if form == "ca" else
+            "its shared writes are counted as a store (the .cg form's counters are not comparable)")
+    out.findings.append(Finding(
+        check="compiled", kind="compiled_cp_async", severity="warning", stage=sd.stage, side="dst",
+        message=f"stage {sd.stage}: {said}, compiled LDGSTS{'.BYPASS' if form == 'cg' else ''} "
+                f"(cp.async.{form}) -- {rule}",
+        witness={"declared": sd.copy_op, "compiled": ops[sd.stage],
+                 "instructions": [_describe(m) for m in got][:8]}))
+
+
+def _settle_plain(sd: SideModel, got: list[MemoryInstruction], ops: dict[int, str], out: CompiledKernel) -> None:
+    """A stage the spec declares as cp.async whose shared side ``sd`` the kernel writes with
+    stores (``got``): a finding, and the stage counted as a store where the declared form
+    would not be (``.ca``: the LDGSTS rule)."""
+    if ldgsts_rule(sd):
+        ops[sd.stage] = f"UniversalCopy<uint{got[0].bits}_t>"
+    opc = "/".join(sorted({m.name for m in got}))
+    out.findings.append(Finding(
+        check="compiled", kind="compiled_cp_async", severity="warning", stage=sd.stage, side="dst",
+        message=f"stage {sd.stage}: declared {sd.copy_op}, compiled a load and a store ({opc}), no cp.async -- "
+                "its shared writes are counted as a store",
+        witness={"declared": sd.copy_op, "compiled": opc, "instructions": [_describe(m) for m in got][:8]}))
 
 
 def _compiled_vec(sd: SideModel, bits: int) -> int | None:
@@ -304,9 +404,10 @@ def _compiled_vec(sd: SideModel, bits: int) -> int | None:
 
 
 def _predict(model: KernelModel, changes: dict[tuple[int, str], int], sides: dict[tuple[int, str], CompiledSide],
-             out: CompiledKernel) -> None:
-    """The counts at the compiled widths: the checks on the regrouped model."""
-    wide = _with_vec(model, changes)
+             out: CompiledKernel, ops: dict[int, str] | None = None) -> None:
+    """The counts at the compiled widths and cp.async forms: the checks on the regrouped model."""
+    ops = ops or {}
+    wide = _with_vec(model, changes, ops)
     run = verify_model(wide, RunOptions(checks=COUNT_CHECKS))
     legal = {(r.stage, r.side): r for r in run.results if r.check == "vectorize"}
     by_key: dict[tuple[int, str], SideModel] = {(sd.stage, sd.which): sd for sd in wide.sides()}
@@ -320,6 +421,9 @@ def _predict(model: KernelModel, changes: dict[tuple[int, str], int], sides: dic
                                         stage=cs.stage, side=cs.side, message=f"stage {cs.stage} {cs.side}: {cs.note}"))
             continue
         cs.compiled = _counts(run, sd, sd.access_bits)
+    for st in ops:  # a cp.async stage counted by its compiled form (its width set above where it changed)
+        if (st, "dst") not in changes:
+            sides[(st, "dst")].compiled = _counts(run, by_key[(st, "dst")], by_key[(st, "dst")].access_bits)
 
 
 def attach(report: VerifyReport, kernel: Kernel, file: str) -> None:

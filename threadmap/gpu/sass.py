@@ -7,7 +7,7 @@ runs the disassembler).  Every memory instruction of a kernel is read as a
 ``LDGSTS`` and the TMA copies), its width per thread in bits, its guard predicate and whether
 a backward branch makes it part of a loop.
 
-Widths are the opcode's modifiers: ``.128``/``.64`` are 128/64 bits, ``.U8``/``.S8`` 8,
+Widths are the opcode's modifiers: ``.256``/``.128``/``.64`` are 256/128/64 bits, ``.U8``/``.S8`` 8,
 ``.U16``/``.S16`` 16, no width modifier 32 (``LDS``, ``STG.E``); ``LDSM``/``STSM`` move 8x8
 matrices of 16-bit elements, each lane giving one 16-byte row address (``.4``, ``.2``, ``.1``
 matrices: 128, 64, 32 bits per lane).  An instruction guarded by ``@!PT`` never executes
@@ -141,6 +141,8 @@ def access_bits(opcode: str, modifiers: tuple[str, ...]) -> int:
     if opcode in ("LDSM", "STSM"):
         count = next((int(m) for m in reversed(modifiers) if m in ("1", "2", "4")), 1)
         return 32 * count
+    if "256" in mods:  # sm_100's LDG.E.ENL2.256 (ld.global.v8.b32)
+        return 256
     if "128" in mods:
         return 128
     if "64" in mods:

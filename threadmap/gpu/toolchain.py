@@ -95,8 +95,9 @@ def require() -> tuple[str, Path]:
 
 
 def cache_dir() -> Path:
-    """``$THREADMAP_CACHE`` or ``~/.cache/threadmap``, created when missing."""
-    d = Path(os.environ.get("THREADMAP_CACHE", Path.home() / ".cache" / "threadmap"))
+    """``$THREADMAP_CACHE`` or, when it is unset or empty, ``~/.cache/threadmap``; created when
+    missing (an empty value once meant the current directory, which filled with cache files)."""
+    d = Path(os.environ.get("THREADMAP_CACHE") or Path.home() / ".cache" / "threadmap")
     try:
         d.mkdir(parents=True, exist_ok=True)
         if not os.access(d, os.W_OK):

@@ -14,6 +14,7 @@ whole.  Whatever the program prints goes through ``threadmap diff``'s reader too
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -60,6 +61,15 @@ CONTENDED_METRICS = {
 }
 
 
+#: the note of a run without Nsight Compute (nothing measured: ``threadmap gpu`` exits 2)
+NO_NCU = "ncu not found: the prediction only"
+
+
+#: why a cp.async.cg stage's shared side is measured but not compared (docs/hardware.md)
+NOT_COMPARABLE = ("not comparable: the bypassing cp.async.cg form's (LDGSTS.BYPASS) shared writes are not counted "
+                  "by address (the L1-allocating .ca form is)")
+
+
 class UserKernelError(ThreadmapError):
     """The user's program could not be profiled (bad command, no such kernel launched)."""
 
@@ -78,6 +88,8 @@ class KindCounts(ReportModel):
     measured: float | None = None
     measured_raw: dict[str, float] = Field(default_factory=dict)
     agrees: bool | None = None
+    comparable: bool = Field(True, description="false: the counters are not a function of the addresses "
+                                               "(a cp.async.cg stage's shared writes), measured but not compared")
     note: str = ""
 
 
@@ -117,6 +129,9 @@ def predicted_kinds(ck: CompiledKernel) -> list[KindCounts]:
                                            metric="wavefronts_per_instruction" if shared else "sectors_per_request",
                                            predicted_instructions=0))
         k.sides.append(f"stage {cs.stage} {cs.side}")
+        if key == ("shared", "ldgsts") and cs.cp_async == "cg" and k.comparable:
+            k.comparable = False
+            k.note = (k.note + "; " if k.note else "") + NOT_COMPARABLE
         c = cs.compiled
         if c is None or k.predicted_instructions is None:
             k.predicted_instructions, k.note = None, f"stage {cs.stage} {cs.side}: no prediction ({cs.status})"
@@ -148,7 +163,7 @@ def compare(kinds: list[KindCounts], row: dict[str, str]) -> None:
             k.measured_raw[contended] = num(contended) or 0.0
         k.measured_instructions = d
         k.measured = n / d if d else 0.0
-        if k.predicted is not None and k.predicted_instructions is not None:
+        if k.comparable and k.predicted is not None and k.predicted_instructions is not None:
             k.agrees = abs(k.measured - k.predicted) <= TOLERANCE * max(1.0, abs(k.predicted)) and \
                 k.measured_instructions == k.predicted_instructions
 
@@ -158,8 +173,10 @@ def launcher_command(spec: str) -> list[str]:
     m = re.fullmatch(r"([A-Za-z_][\w.]*):([A-Za-z_]\w*)", spec)
     if m is None:
         raise UserKernelError(f"--launcher {spec!r}: give module:function (e.g. my_kernels:launch)")
-    if importlib.util.find_spec(m.group(1).split(".")[0]) is None and not Path(m.group(1) + ".py").exists():
-        raise UserKernelError(f"--launcher {spec!r}: no module {m.group(1)!r} on the Python path")
+    top = m.group(1).split(".")[0]
+    # the launcher runs as ``python -c``, with the current directory first on its path
+    if importlib.util.find_spec(top) is None and importlib.machinery.PathFinder.find_spec(top, [os.getcwd()]) is None:
+        raise UserKernelError(f"--launcher {spec!r}: no module {top!r} on the Python path or in the current directory")
     code = f"import importlib; getattr(importlib.import_module({m.group(1)!r}), {m.group(2)!r})()"
     return [sys.executable, "-c", code]
 
@@ -202,7 +219,7 @@ def measure(spec: str, sizes: dict[str, int] | None, command: Sequence[str], ker
                         kernel=kernel.demangled or kernel.name, compiled=ck, kinds=predicted_kinds(ck))
     exe = find_tool("ncu")
     if exe is None:
-        out.notes.append("ncu not found: the prediction only")
+        out.notes.append(NO_NCU)
         return out
     try:
         proc = subprocess.run(ncu_command(exe, kernel.name, command), capture_output=True, text=True,

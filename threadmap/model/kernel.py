@@ -406,7 +406,24 @@ class _Builder:
                 (sides["src"].memory, sides["dst"].memory) != ("global", "shared"):
             raise self.fail((*base, "atom"), f"{stage_op.name} copies global memory to shared memory; this "
                                              f"copy goes from {sides['src'].memory} to {sides['dst'].memory}")
+        self.check_cp_async_sides(base, cp, sides)
         return CopyModel(i, cp.name, sides["src"], sides["dst"], cp.predicate)
+
+    def check_cp_async_sides(self, base: tuple[Any, ...], cp: Any, sides: Mapping[str, SideModel]) -> None:
+        """A cp.async named by a side's tiled_copy: one instruction moves both sides, so the copy
+        goes from global to shared memory and the other side names no other operation."""
+        ops = {w: sd.copy_op for w, sd in sides.items() if sd.copy_op is not None and getattr(cp, w).tiled_copy}
+        named = [w for w, o in ops.items() if o.startswith(CP_ASYNC_PREFIX)]
+        if not named:
+            return
+        path = (*base, named[0], "tiled_copy", "atom")
+        if (sides["src"].memory, sides["dst"].memory) != ("global", "shared"):
+            raise self.fail(path, f"{ops[named[0]]} copies global memory to shared memory; this copy goes from "
+                                  f"{sides['src'].memory} to {sides['dst'].memory}")
+        if len(set(ops.values())) > 1:
+            raise self.fail((*base, "dst", "tiled_copy", "atom"),
+                            f"the sides name different copy operations ({ops['src']} and {ops['dst']}); one "
+                            "cp.async instruction moves both: name one")
 
     def stage_op(self, base: tuple[Any, ...], cp: Any) -> L.CopyOp | None:
         """The stage's ``atom`` (None when not given), located when unknown, not a one-thread

@@ -58,6 +58,7 @@ from threadmap.spec.expr import BLOCK_NAMES
 from threadmap.spec.load import LoadedSpec, load_spec, spec_files
 from threadmap.spec.schema import SizeRange
 from threadmap.spec.semantics import MAX_GRID
+from threadmap.verify.banks import ldgsts_rule
 from threadmap.verify.run import RunOptions, verify_model
 from threadmap.version import __version__
 
@@ -426,9 +427,16 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
     classes, refuted, reason = (class_pass_old if old_pass else class_pass)(
         loaded, space, model0, modes, reason, timeout_ms, t_start, timeout_s)
     dt = time.perf_counter() - t0
+    by_lines = _ldgsts_sides(model0)
     for prop in CLASS_PROPERTIES:
         if prop in refuted:
             results[prop] = refuted[prop].model_copy(update={"seconds": dt, "classes": classes})
+        elif prop == "bank_conflicts" and reason is None and by_lines:
+            results[prop] = PropertyResult(
+                property=prop, status="UNKNOWN", method="z3 classes + simulator", seconds=dt, classes=classes,
+                reason=f"{', '.join(by_lines)}: a cp.async.ca destination's wavefronts follow the global lines "
+                       "its source reads, which depend on the strides' alignment; the size classes do not "
+                       f"split on it (no conflict in any of the {classes} representatives)")
         elif reason is not None:
             results[prop] = PropertyResult(property=prop, status="UNKNOWN", method="z3 classes + simulator",
                                            seconds=dt, classes=classes, reason=reason)
@@ -445,6 +453,13 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
     return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume),
                     bits=space.bits, seconds=time.perf_counter() - t_start,
                     properties=[results[p] for p in PROPERTIES])
+
+
+def _ldgsts_sides(model: KernelModel) -> list[str]:
+    """The shared destinations counted by the ``LDGSTS`` rule (``cp.async.ca``): their bank
+    conflicts depend on the global addresses, not on the tile type alone, so a class
+    representative does not stand for its class."""
+    return [f"stage {c.index} dst" for c in model.copies() if c.cp_async and ldgsts_rule(c.dst)]
 
 
 #: values of each ranged size (from its minimum up) at which the tile-local structure is compared

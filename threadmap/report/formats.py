@@ -29,6 +29,15 @@ RULES: dict[str, str] = {
     "disagreement": "A property proved for every size in range holds at every sample the enumeration checks.",
 }
 
+#: the rules of ``verify --kernel``'s findings (``compiled.<kind>``), described where they occur
+COMPILED_RULES: dict[str, str] = {
+    "compiled.compiled_width": "The compiled instruction moves the width the spec declares.",
+    "compiled.unexplained_width": "The compiled width is a regrouping of the declared accesses.",
+    "compiled.ambiguous_mapping": "Each stage side's SASS instructions are told apart from the others of its kind.",
+    "compiled.missing_instruction": "The kernel has an instruction of each modelled side's kind.",
+    "compiled.compiled_cp_async": "The compiled cp.async form is the one the spec declares.",
+}
+
 _XML_BAD = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -469,7 +478,8 @@ def _sarif_end(version: str, results: list[dict[str, Any]], errors: Sequence[Any
         "runs": [{
             "tool": {"driver": {
                 "name": "threadmap", "version": version, "informationUri": "https://pypi.org/project/threadmap/",
-                "rules": [{"id": rid, "shortDescription": {"text": RULES.get(rid, rid)}} for rid in rule_ids],
+                "rules": [{"id": rid, "shortDescription": {"text": RULES.get(rid) or COMPILED_RULES.get(rid, rid)}}
+                          for rid in rule_ids],
             }},
             "results": results,
         }],

@@ -251,6 +251,8 @@ class CompiledSide(_Model):
     per_thread: int | None = Field(None, description="the side's instructions per thread in the SASS (static)")
     declared: CompiledCounts | None = None
     compiled: CompiledCounts | None = Field(None, description="the counts at the compiled width (the prediction)")
+    cp_async: Literal["ca", "cg"] | None = Field(None, description="a cp.async stage's form as compiled: 'ca' "
+                                                                   "(LDGSTS), 'cg' (LDGSTS.BYPASS)")
     note: str = ""
 
 
