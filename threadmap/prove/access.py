@@ -457,7 +457,7 @@ def _result(prop: str, status: str, t0: float, reason: str, **kw: Any) -> Proper
                           reason=reason, **kw)
 
 
-def _legality(enc: AccessEncoding, prop: str, timeout_ms: int, t0: float) -> PropertyResult:
+def legality(enc: AccessEncoding, prop: str, timeout_ms: int, t0: float) -> PropertyResult:
     """``vectorize`` (every real vector) or ``coalescing`` (every active vector) legal."""
     for s in enc.sides:
         bad = []
@@ -698,9 +698,9 @@ def access_properties(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, 
             why = f"stage {s.sd.stage} {s.sd.which}: tensor {s.sd.tensor.name if s.sd.tensor else '?'} is not " \
                   "affine in its top-level coordinates with monomial strides"
             return {p: _result(p, "UNKNOWN", t0, why) for p in ("vectorize", "coalescing")}
-    out = {"vectorize": _legality(enc, "vectorize", timeout_ms, t0)}
+    out = {"vectorize": legality(enc, "vectorize", timeout_ms, t0)}
     t1 = time.perf_counter()
-    co = _legality(enc, "coalescing", timeout_ms, t1)
+    co = legality(enc, "coalescing", timeout_ms, t1)
     if co.status == "PROVED":
         worst = _worst_sectors(enc, timeout_ms, deadline)
         if isinstance(worst, str):
