@@ -29,6 +29,7 @@ from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
     common_vector,
+    memoized,
     mma_partition,
     register_partition,
     thread_layout_partition,
@@ -470,49 +471,67 @@ class _Builder:
         if est > MAX_PARTITION:
             raise self.fail((*path, "tile"), f"the tile has {int(np.prod(tile, dtype=object))} elements; "
                                              f"threadmap simulates at most {MAX_PARTITION} per tile")
+        # each kind's partition is memoized under everything it reads (see partition.memoized)
         try:
             if side.threads is not None:
                 thr = self.plain_layout(ps.layouts["threads"], (*path, "threads"), "thread")
                 if L.size(thr) != threads:
                     raise self.fail((*path, "threads"), f"thread layout has {L.size(thr)} threads, but "
                                                         f"threads = {threads}")
-                part = thread_layout_partition(tile, thr, threads)
+                part = memoized(("threads", thr, tile, threads), lambda: thread_layout_partition(tile, thr, threads))
             elif side.tiled_copy is not None:
                 tcs = side.tiled_copy
                 tp = (*path, "tiled_copy")
                 op = self.named_atom(L.get_copy_op, tcs.atom, (*tp, "atom"), "copy")
+
+                def tiled(tc: Any, maker: tuple[Any, ...], thr_path: tuple[Any, ...]) -> LocalPartition:
+                    if tc.tiled_num_thr != threads:
+                        raise self.fail(thr_path, f"tiled copy has {tc.tiled_num_thr} "
+                                                  f"threads, but threads = {threads}")
+                    return replace(tiled_copy_partition(tile, tc, which, threads), maker=maker)
+
                 if tcs.layout_tv is not None:
                     # the TiledCopy as C++ holds it: TiledCopy<Copy_Atom, TiledLayout_TV, Tiler_MN>
                     tv = self.plain_layout(ps.layouts["tiled_copy.layout_tv"], (*tp, "layout_tv"), "TV")
-                    try:
-                        tiler = L.parse_tiler(tcs.tiler or "")
-                        tc = L.make_tiled_copy_impl((op, t.elem_bits), tv, tiler)
-                    except (ThreadmapError, ValueError) as ex:
-                        raise self.fail((*tp, "tiler"), str(ex)) from None
-                    maker: tuple[Any, ...] = ("tiled_copy_tv", tc.atom.cxx_type, tv, tiler, which)
-                    thr_path = (*tp, "layout_tv")
+
+                    def from_tv() -> LocalPartition:
+                        try:
+                            tiler = L.parse_tiler(tcs.tiler or "")
+                            tc = L.make_tiled_copy_impl((op, t.elem_bits), tv, tiler)
+                        except (ThreadmapError, ValueError) as ex:
+                            raise self.fail((*tp, "tiler"), str(ex)) from None
+                        return tiled(tc, ("tiled_copy_tv", tc.atom.cxx_type, tv, tiler, which), (*tp, "layout_tv"))
+
+                    part = memoized(("tiled_copy_tv", tcs.atom, t.elem_bits, tv, tcs.tiler, tile, which, threads),
+                                    from_tv)
                 else:
                     thr = self.plain_layout(ps.layouts["tiled_copy.threads"], (*tp, "threads"), "thread")
                     val = self.plain_layout(ps.layouts["tiled_copy.values"], (*tp, "values"), "value")
-                    tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
-                    maker = ("tiled_copy", tc.atom.cxx_type, thr, val, which)
-                    thr_path = (*tp, "threads")
-                if tc.tiled_num_thr != threads:
-                    raise self.fail(thr_path, f"tiled copy has {tc.tiled_num_thr} "
-                                              f"threads, but threads = {threads}")
-                part = replace(tiled_copy_partition(tile, tc, which, threads), maker=maker)
+
+                    def from_thr_val() -> LocalPartition:
+                        tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
+                        return tiled(tc, ("tiled_copy", tc.atom.cxx_type, thr, val, which), (*tp, "threads"))
+
+                    part = memoized(("tiled_copy", tcs.atom, t.elem_bits, thr, val, tile, which, threads),
+                                    from_thr_val)
             elif side.thread_map is not None:
-                part = self.thread_map(path, side, tile, threads)
+                tm_spec = side.thread_map
+                part = memoized(("thread_map", tm_spec.model_dump_json(), tile, threads),
+                                lambda: self.thread_map(path, side, tile, threads))
             elif side.mma is not None:
                 m = side.mma
                 atom = self.named_atom(L.get_mma_atom, m.atom, (*path, "mma", "atom"), "MMA")
                 atom_layout = self.plain_layout(ps.layouts["mma.atom_layout"], (*path, "mma", "atom_layout"), "atom")
-                mma = L.make_tiled_mma(atom, atom_layout)
-                if mma.size() != threads:
-                    raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
-                                                                   f"but threads = {threads}")
-                part = replace(mma_partition(tile, mma, m.operand, threads),
-                               maker=("mma", atom.cxx_type, atom_layout, m.operand))
+
+                def from_mma() -> LocalPartition:
+                    mma = L.make_tiled_mma(atom, atom_layout)
+                    if mma.size() != threads:
+                        raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
+                                                                       f"but threads = {threads}")
+                    return replace(mma_partition(tile, mma, m.operand, threads),
+                                   maker=("mma", atom.cxx_type, atom_layout, m.operand))
+
+                part = memoized(("mma", m.atom, atom_layout, m.operand, tile, threads), from_mma)
             else:
                 raise self.fail(path, "a tensor side needs a partition: threads, tiled_copy, thread_map "
                                       "or mma")
