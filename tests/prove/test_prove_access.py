@@ -1,7 +1,7 @@
 """The vector-legality queries of ``prove`` (``vectorize`` and ``coalescing``) build one formula
 per distinct key of :meth:`AccessEncoding.legal_keys`, not one per lane: lanes of one key have
 the same formula, and the verdicts are those of the disjunction over every lane (the encoding
-before the keys: a z3 term for each of a warp instruction's lanes, 65,536 for an sgemm
+before the keys: a z3 term for each of a warp instruction's lanes, 32,768 per property for an sgemm
 epilogue)."""
 
 from __future__ import annotations
