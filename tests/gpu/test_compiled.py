@@ -88,6 +88,29 @@ def test_the_reader_finds_every_memory_instruction_the_disassembler_prints(arch:
     assert k.name == "rr_merged"
 
 
+def _same_kernels(a: list[Kernel], b: list[Kernel]) -> bool:
+    return [(k.name, k.arch, k.instructions) for k in a] == [(k.name, k.arch, k.instructions) for k in b]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reading_some_kernels_is_reading_all_and_keeping_those(arch: str) -> None:
+    """``parse_sass(text, names)`` (which skips the other kernels' lines) is the whole
+    parse filtered by name: on the twins' listing, on a listing of two architectures, and on
+    lines that mention a marker without being one."""
+    text = disassemble(build_user_cubin(TWINS, arch))
+    every = parse_sass(text)
+    for names in ({"rr_merged"}, {"rr_loop", "rr_extra"}, {k.name for k in every}, {"no_such_kernel"}, set()):
+        assert _same_kernels(parse_sass(text, names), [k for k in every if k.name in names]), names
+    odd = ("\tcode for sm_80\n\t\tFunction : k\n  /*0000*/  LDG.E R0, [R2.64] ; /* Function : j */\n"
+           "  /*0010*/  EXIT ;\n Fatbin elf code: arch = sm_90\n  /*0020*/  STG.E [R2.64], R0 ;\n"
+           "\t\tFunction : j\n  /*0000*/  LDS R0, [R1] ;\n\tcode for sm_90\n\t\tFunction : k\n"
+           "  /*0000*/  STS [R1], R0 ;")
+    for t in (odd, odd.replace("\n", "\r\n"), odd + "\n", text[:5000] + odd + text[-5000:]):
+        for names in ({"k"}, {"j"}, {"k", "j"}):
+            assert _same_kernels(parse_sass(t, names), [k for k in parse_sass(t) if k.name in names]), (names, t)
+    assert [k.arch for k in parse_sass(odd, {"k"})] == ["sm_80", "sm_90"]
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_source_decides_what_each_twin_compiles_to(arch: str) -> None:
     """What the C++ says of each twin's shared loads of stage 2 (4 floats a thread)."""

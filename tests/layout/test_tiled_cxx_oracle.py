@@ -45,7 +45,7 @@ from threadmap.layout.atom.mma_traits import get_mma_atom
 from threadmap.layout.parse import parse_layout
 
 SEED = 20240607
-# each case costs about 5 s of template instantiation in the C++ oracle: CI draws 12 copies and
+# each case costs about 2 CPU-s of template instantiation in the C++ oracle: CI draws 12 copies and
 # 6 MMAs (with the copies built from them), THREADMAP_ORACLE_SCALE=4 the 48 and 24 of a
 # thorough run
 _SCALE = float(os.environ.get("THREADMAP_ORACLE_SCALE", "1"))
@@ -467,7 +467,7 @@ def _parse_output(text: str) -> dict[str, str]:
     return out
 
 
-CHUNK = 8  # cases per C++ program: each compiles in about a minute and is cached on its own
+CHUNK = 8  # cases per C++ program: each compiles in 5 to 20 CPU-s and is cached on its own
 
 
 def _chunks(cases: list[dict[str, Any]]) -> list[list[tuple[int, dict[str, Any]]]]:

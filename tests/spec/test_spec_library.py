@@ -57,5 +57,27 @@ def test_partitions_of_all_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         return part._coords(p(np.arange(threads)), rank, threads)
 
     monkeypatch.setattr(part, "all_threads", vectorised_only)
+    part.forget_partitions()  # each partition computed here, not kept from an earlier build
     for f in FILES:
         api.models(f)
+
+
+def test_memoized_partitions_are_the_computed_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every side of every library model (each size environment, the ranged specs' samples)
+    built with the partitions memoized across all of them has the partition computed afresh:
+    the same coordinates, vector width and maker; the kept coordinates are read-only."""
+    import threadmap.model.kernel as kernel
+    import threadmap.model.partition as part
+
+    def sides() -> list[Any]:
+        return [(f, sd.stage, sd.which, sd.partition) for f in FILES for m in api.models(f) for sd in m.sides()
+                if sd.tensor is not None]  # a register side takes the other side's partition
+
+    part.forget_partitions()
+    kept = sides()
+    monkeypatch.setattr(kernel, "memoized", lambda key, compute: compute())
+    fresh = sides()
+    assert len(kept) == len(fresh) > 100
+    for (f, stage, which, a), (_, _, _, b) in zip(kept, fresh, strict=True):
+        assert np.array_equal(a.coord, b.coord) and a.vec == b.vec and a.maker == b.maker, (f, stage, which)
+        assert not a.coord.flags.writeable

@@ -23,6 +23,7 @@ import gc
 import json
 import math
 import os
+import pickle
 import random
 import re
 import time
@@ -300,22 +301,24 @@ def _status(field: str) -> int:
     raise KeyError(field)
 
 
-def measured(fn: Callable[[], Any]) -> tuple[float, int]:
-    """(CPU seconds, peak memory in bytes) of ``fn()``, run in a forked child: the rise of its
-    peak resident set (C allocations included) over what it inherited.  CPU time, not wall
-    time: a bound on the work, which other jobs sharing the machine do not inflate.  Where the peak
-    cannot be reset (no /proc), the peak of Python allocations by tracemalloc instead."""
+def measured(fn: Callable[[], Any]) -> tuple[float, int, Any]:
+    """(CPU seconds, peak memory in bytes, result) of ``fn()``, run in a forked child: the rise
+    of its peak resident set (C allocations included) over what it inherited.  CPU time, not
+    wall time: a bound on the work, which other jobs sharing the machine do not inflate.  The
+    result comes back pickled (after both are measured).  Where the peak cannot be reset (no
+    /proc), the peak of Python allocations by tracemalloc instead.  Where ``fn`` fails in the
+    child, it is run again here, so the failure shows as its own."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets the peak resident set (VmHWM) to the current size
     except OSError:
         t = time.process_time()
-        fn()
+        result = fn()
         seconds = time.process_time() - t
         tracemalloc.start()
         try:
             fn()
-            return seconds, tracemalloc.get_traced_memory()[1]
+            return seconds, tracemalloc.get_traced_memory()[1], result
         finally:
             tracemalloc.stop()
     gc.collect()
@@ -329,19 +332,23 @@ def measured(fn: Callable[[], Any]) -> tuple[float, int]:
                 f.write("5")
             before = _status("VmRSS")
             t = time.process_time()
-            fn()
+            result = fn()
             seconds = time.process_time() - t
-            os.write(w, f"{seconds} {_status('VmHWM') - before}".encode())
+            peak = _status("VmHWM") - before
+            with os.fdopen(w, "wb") as out:
+                pickle.dump((seconds, peak, result), out)
             code = 0
         finally:
             os._exit(code)
     os.close(w)
-    with os.fdopen(r) as f:
-        out = f.read()
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
     _, status = os.waitpid(pid, 0)
-    assert status == 0 and out, "the measured load failed in the child (run it in-process to see why)"
-    seconds, peak = out.split()
-    return float(seconds), int(peak)
+    if status != 0 or not data:
+        fn()  # the failure, in-process
+        raise AssertionError("the measured call failed in the child but not in-process")
+    seconds, peak, result = pickle.loads(data)
+    return float(seconds), int(peak), result
 
 
 def read_only(fmt: str, text: str) -> None:
@@ -356,12 +363,12 @@ def test_adversarial_input_is_bounded(fmt: str, text: str) -> None:
     """Every input fails cleanly; the reader within 2 s and 200 MB (peak resident memory),
     all of loads_spec within 3 s and 300 MB."""
     assert len(text) <= MiB
-    lines = problems(text, fmt)  # the contract, in-process
+    # the contract (problems() checks every line), measured in a child
+    seconds, peak, lines = measured(lambda: problems(text, fmt))
     assert all(len(ln) < 500 for ln in lines), "a problem line quotes too much of the input"
-    seconds, peak = measured(lambda: read_only(fmt, text))
-    assert seconds < READER_SECONDS and peak < READER_BYTES, (seconds, peak >> 20, lines[0])
-    seconds, peak = measured(lambda: problems(text, fmt))
     assert seconds < LOAD_SECONDS and peak < LOAD_BYTES, (seconds, peak >> 20, lines[0])
+    seconds, peak, _ = measured(lambda: read_only(fmt, text))
+    assert seconds < READER_SECONDS and peak < READER_BYTES, (seconds, peak >> 20, lines[0])
 
 
 # ============================================================================= 4. strings

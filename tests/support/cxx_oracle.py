@@ -1,17 +1,32 @@
 """Compile and run host-side C++ against the real CUTLASS/CuTe headers (the C++ oracle).
 
 The headers come from the PyPI package ``nvidia-cutlass`` (``cutlass_library/source/include``).
-A program is compiled once per batch with ``nvcc -std=c++17`` (about 10 s) and run on the
-CPU; its stdout is returned.  Binaries are cached by source hash under ``.cxx_cache/`` so a
-re-run of the suite does not recompile unchanged programs; each entry is built under its
-lock (``toolchain.entry_lock``), so test workers that need the same program compile it once.
+A program is compiled once per batch and run on the CPU; its stdout is returned.  Binaries are
+cached by the hash of their source and compile command under ``.cxx_cache/`` so a re-run of
+the suite does not recompile unchanged programs; each entry is built under its lock
+(``toolchain.entry_lock``), so test workers that need the same program compile it once.
+
+**The compiler.**  ``nvcc -x c++`` compiles a host program by running the host compiler with
+nvcc's own defines (``__NVCC__``, ``__CUDACC_VER_MAJOR__``, ...) and include folders; the
+oracle runs that same command itself (read once from ``nvcc -dryrun``), which lets it use a
+precompiled header: the common :data:`PRELUDE` (about 2.5 CPU-s of header parsing) is compiled
+once into ``prelude_KEY.h.gch``, and a program that starts with it includes
+``prelude_KEY.h`` instead, on its first line, with the prelude's line count kept (so a
+diagnostic's line numbers are those of ``prelude + body``).  The compiler reads the text
+header whenever the precompiled one is missing or does not fit, so the program is the same
+either way.  Programs are built at ``-O1``: at ``-O0`` GCC emits every instantiated CuTe
+template out of line (a 30 MB object for the tiled-copy batch), and code generation cost more
+than the templates; the programs compute layouts and print them, and both builds print the
+same.  Where ``nvcc -dryrun`` names no host compiler, ``nvcc`` compiles as before.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 from typing import NoReturn
@@ -54,12 +69,77 @@ using namespace cute;
 """
 
 
+#: the optimisation level of every oracle program (see the module docstring)
+OPT = "-O1"
+_SOURCE, _BINARY = "threadmap_oracle_source.cpp", "threadmap_oracle_binary"
+
+
+@functools.cache
+def host_command() -> tuple[str, ...] | None:
+    """The host compiler command ``nvcc -std=c++17 -O1 -w -I<headers> -x c++`` runs (read from
+    ``nvcc -dryrun``: its compile line's options, with the driver of its link line, so one
+    call compiles and links); the caller appends the source and ``-o``.  None when the dry
+    run names no host compiler."""
+    exe, inc = require_oracle()
+    proc = subprocess.run([exe, "-dryrun", "-std=c++17", OPT, "-w", f"-I{inc}", "-x", "c++", _SOURCE, "-o",
+                           _BINARY], capture_output=True, text=True, timeout=120)
+    cmds = [shlex.split(ln[3:]) for ln in (proc.stderr + proc.stdout).splitlines() if ln.startswith("#$ ")]
+    compile_ = next((c for c in cmds if _SOURCE in c), None)
+    link = next((c for c in reversed(cmds) if _BINARY in c and c and c[0] != exe), None)
+    if proc.returncode != 0 or compile_ is None or link is None or "-c" not in compile_:
+        return None
+    out: list[str] = [link[0]]
+    skip = False
+    for tok in compile_[1:]:
+        if skip:
+            skip = False
+        elif tok == "-o":
+            skip = True
+        elif tok not in ("-c", _SOURCE):
+            out.append(tok)
+    return tuple(out)
+
+
+def _pch_include(cmd: tuple[str, ...]) -> str:
+    """:data:`PRELUDE`'s replacement: ``#include "prelude_KEY.h"`` padded to its line count,
+    with ``prelude_KEY.h`` (the prelude) and its precompiled ``.gch`` built in the cache once,
+    under the entry's lock (where that build fails, the compiler reads the text header)."""
+    key = hashlib.sha256("\0".join([PRELUDE, *cmd]).encode()).hexdigest()[:20]
+    header = CACHE / f"prelude_{key}.h"
+    gch = CACHE / f"prelude_{key}.h.gch"
+    if not gch.exists():
+        with entry_lock(header):
+            if not gch.exists():
+                header.write_text(PRELUDE)
+                tmp = CACHE / f"prelude_{key}.h.gch.tmp{os.getpid()}"
+                proc = subprocess.run([*cmd, "-c", "-x", "c++-header", str(header), "-o", str(tmp)],
+                                      capture_output=True, text=True, timeout=600)
+                if proc.returncode == 0:
+                    tmp.replace(gch)
+                else:
+                    tmp.unlink(missing_ok=True)
+    return f'#include "{header.name}"' + "\n" * PRELUDE.count("\n")
+
+
+def _compiled_source(prelude: str, body: str) -> tuple[str, tuple[str, ...] | None]:
+    """The text compiled for ``prelude + "\\n" + body`` (its lines numbered as there: a
+    prelude that starts with :data:`PRELUDE` starts with its precompiled header instead) and
+    the host command; the text itself and None where nvcc compiles it."""
+    cmd = host_command()
+    if cmd is None:
+        return prelude + "\n" + body, None
+    if prelude.startswith(PRELUDE):
+        prelude = _pch_include(cmd) + prelude[len(PRELUDE):]
+    return prelude + "\n" + body, cmd
+
+
 def run_cxx(body: str, *, prelude: str = PRELUDE, timeout: int = 600) -> str:
     """Compile ``prelude + body`` (which must define ``main``) and return its stdout."""
     exe, inc = require_oracle()
-    src = prelude + "\n" + body
-    key = hashlib.sha256((src + str(inc)).encode()).hexdigest()[:20]
     CACHE.mkdir(parents=True, exist_ok=True)
+    src, cmd = _compiled_source(prelude, body)
+    key = hashlib.sha256((prelude + "\n" + body + str(inc) + "\0".join(cmd or (exe, "-O0"))).encode()
+                         ).hexdigest()[:20]
     binary = CACHE / f"prog_{key}"
     if not binary.exists():
         # one compile per program even when test workers ask for it at once
@@ -68,12 +148,11 @@ def run_cxx(body: str, *, prelude: str = PRELUDE, timeout: int = 600) -> str:
                 cu = CACHE / f"prog_{key}.cu"
                 cu.write_text(src)
                 tmp = CACHE / f"prog_{key}.tmp{os.getpid()}"
-                proc = subprocess.run(
-                    [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)],
-                    capture_output=True, text=True, timeout=timeout,
-                )
+                argv = [*cmd, str(cu), "-o", str(tmp)] if cmd else \
+                    [exe, "-std=c++17", "-O0", "-w", f"-I{inc}", "-x", "c++", str(cu), "-o", str(tmp)]
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
                 if proc.returncode != 0:
-                    raise RuntimeError(f"nvcc failed on {cu}:\n{proc.stderr[-6000:]}")
+                    raise RuntimeError(f"{argv[0]} failed on {cu}:\n{proc.stderr[-6000:]}")
                 tmp.replace(binary)
     out = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
@@ -133,9 +212,10 @@ def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
     """One ``-fsyntax-only`` translation unit; the ids whose lines a diagnostic names."""
     exe, inc = require_oracle()
     body, line_of = _function_program(stmts)
-    full = prelude + "\n" + body
-    key = hashlib.sha256((full + str(inc) + "syntax").encode()).hexdigest()[:20]
     CACHE.mkdir(parents=True, exist_ok=True)
+    src, cmd = _compiled_source(prelude, body)
+    key = hashlib.sha256((prelude + "\n" + body + str(inc) + "syntax" + "\0".join(cmd or ())).encode()
+                         ).hexdigest()[:20]
     log = CACHE / f"rej_{key}.log"
     name = f"rej_{key}.cu"
     with entry_lock(log):
@@ -143,11 +223,11 @@ def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
             text = log.read_text()
         else:
             cu = CACHE / name
-            cu.write_text(full)
-            proc = subprocess.run(
+            cu.write_text(src)
+            argv = [*cmd, "-fsyntax-only", str(cu)] if cmd else \
                 [exe, "-std=c++17", "-w", f"-I{inc}", "-x", "c++", "-Xcompiler", "-fsyntax-only",
-                 "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")],
-                capture_output=True, text=True, timeout=600)
+                 "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
             text = proc.stderr if proc.returncode else ""
             tmp = CACHE / f"rej_{key}.tmp{os.getpid()}"
             tmp.write_text(text)

@@ -19,6 +19,7 @@ from ``target`` to the branch is inside it, and its static count is not how ofte
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -171,13 +172,63 @@ def parse_instruction(address: int, text: str) -> Instruction | None:
                        operands=operands.strip())
 
 
-def parse_sass(text: str) -> list[Kernel]:
+#: the line breaks of ``str.splitlines`` other than ``\n`` (cuobjdump prints none of them)
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _marker_lines(text: str) -> list[tuple[int, int, str, str]]:
+    """``(start, end, kind, value)`` of every line of ``text`` (split at newlines only) that
+    :func:`parse_sass` reads as an architecture (``kind`` "arch") or a function header
+    ("function"), in order: only lines holding ``code for``, ``arch =`` or ``Function``
+    can be either, and those are found by substring search."""
+    ends: dict[int, int] = {}
+    for needle in ("code for ", "arch = ", "Function"):
+        i = text.find(needle)
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            ends[start] = end
+            i = text.find(needle, end)
+    out = []
+    for start in sorted(ends):
+        line = text[start:ends[start]]
+        m = _ARCH.search(line)
+        if m:
+            out.append((start, ends[start], "arch", m.group(1) or m.group(2)))
+            continue
+        f = _FUNCTION.match(line)
+        if f:
+            out.append((start, ends[start], "function", f.group(1)))
+    return out
+
+
+def parse_sass(text: str, names: Collection[str] | None = None) -> list[Kernel]:
     """Every kernel in ``cuobjdump -sass`` output, in the order printed (one per architecture
-    when the file holds several)."""
+    when the file holds several).  With ``names``: only the kernels of those names, exactly
+    ``[k for k in parse_sass(text) if k.name in names]``, reading no other kernel's lines
+    (a whole program's listing is tens of megabytes)."""
+    if names is None or any(c in text for c in _OTHER_BREAKS):
+        every = _parse_lines(text.splitlines())
+        return every if names is None else [k for k in every if k.name in names]
     kernels: list[Kernel] = []
     arch = ""
+    marks = _marker_lines(text)
+    for i, (_start, end, kind, value) in enumerate(marks):
+        if kind == "arch":
+            arch = value
+        elif value in names:
+            stop = marks[i + 1][0] if i + 1 < len(marks) else len(text)
+            (k,) = _parse_lines([text[_start:end], *text[end + 1:stop].splitlines()], arch)
+            kernels.append(k)
+    return kernels
+
+
+def _parse_lines(lines: Iterable[str], arch: str = "") -> list[Kernel]:
+    """The kernels of ``lines`` (``arch``: the architecture already in force)."""
+    kernels: list[Kernel] = []
     cur: Kernel | None = None
-    for line in text.splitlines():
+    for line in lines:
         m = _ARCH.search(line)
         if m:
             arch = m.group(1) or m.group(2)

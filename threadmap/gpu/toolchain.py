@@ -240,7 +240,7 @@ def sass_widths(cubin: Path, kernel: str) -> dict[str, list[int]]:
     if find_tool("cuobjdump") is None:
         return {}
     try:
-        kernels = parse_sass(disassemble(cubin))
+        kernels = parse_sass(disassemble(cubin), names={kernel})  # that kernel's lines alone
     except ToolchainError:  # no such file, or one cuobjdump cannot read: no widths, as without it
         return {}
     out: dict[str, set[int]] = {}

@@ -9,7 +9,7 @@ sides of a copy) is a :class:`~threadmap.errors.SpecError` located at the offend
 every tile coordinate and byte address with interval arithmetic and refuses specs whose
 addresses would leave the signed 64-bit range.  A side's tile-local partition is a function of
 its evaluated template arguments (tile, thread and value layouts, atom, thread map): it is
-built once per process for each (:func:`cached_partition`), so models of one spec at many
+built once per process for each (:func:`threadmap.model.partition.memoized`), so models of one spec at many
 sizes (``threadmap prove``'s size classes) share it.
 
 The model is what the simulator, the checks and (later) the prover and the GPU code read.
@@ -17,9 +17,7 @@ The model is what the simulator, the checks and (later) the prover and the GPU c
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from math import gcd
 from typing import Any, Literal
@@ -34,6 +32,7 @@ from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
     common_vector,
+    memoized,
     mma_partition,
     register_partition,
     thread_layout_partition,
@@ -49,32 +48,6 @@ Which = Literal["src", "dst"]
 
 #: every byte address the simulator computes stays below this (int64 arithmetic, with room)
 MAX_ADDRESS = 2**62
-#: tile-local partitions kept by :func:`cached_partition` (most recently used first out last)
-MAX_CACHED_PARTITIONS = 256
-_PARTITIONS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-_PARTITIONS_LOCK = threading.Lock()
-
-
-def cached_partition(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-    """``make()``, remembered under ``key`` (a partition and what made it, as a function of
-    the evaluated template arguments the key holds: the same key makes the same partition, so
-    models of one spec at many sizes build it once).  The coordinates of a ``LocalPartition``
-    in the value are made read-only: every model that holds them shares them.  A failure is
-    not remembered."""
-    with _PARTITIONS_LOCK:
-        hit = _PARTITIONS.get(key)
-        if hit is not None:
-            _PARTITIONS.move_to_end(key)
-            return hit
-    val = make()
-    for x in val if isinstance(val, tuple) else (val,):
-        if isinstance(x, LocalPartition):
-            x.coord.flags.writeable = False
-    with _PARTITIONS_LOCK:
-        _PARTITIONS[key] = val
-        while len(_PARTITIONS) > MAX_CACHED_PARTITIONS:
-            _PARTITIONS.popitem(last=False)
-    return val
 #: elements of one side's tile-local partition (threads x values)
 
 
@@ -518,54 +491,67 @@ class _Builder:
         if est > MAX_PARTITION:
             raise self.fail((*path, "tile"), f"the tile has {int(np.prod(tile, dtype=object))} elements; "
                                              f"threadmap simulates at most {MAX_PARTITION} per tile")
+        # each kind's partition is memoized under everything it reads (see partition.memoized)
         try:
             if side.threads is not None:
                 thr = self.plain_layout(ps.layouts["threads"], (*path, "threads"), "thread")
                 if L.size(thr) != threads:
                     raise self.fail((*path, "threads"), f"thread layout has {L.size(thr)} threads, but "
                                                         f"threads = {threads}")
-                part = cached_partition(("threads", tile, str(thr), threads),
-                                        lambda: thread_layout_partition(tile, thr, threads))
+                part = memoized(("threads", thr, tile, threads), lambda: thread_layout_partition(tile, thr, threads))
             elif side.tiled_copy is not None:
                 tcs = side.tiled_copy
                 tp = (*path, "tiled_copy")
                 op = self.named_atom(L.get_copy_op, tcs.atom, (*tp, "atom"), "copy")
+
+                def tiled(tc: Any, maker: tuple[Any, ...], thr_path: tuple[Any, ...]) -> LocalPartition:
+                    if tc.tiled_num_thr != threads:
+                        raise self.fail(thr_path, f"tiled copy has {tc.tiled_num_thr} "
+                                                  f"threads, but threads = {threads}")
+                    return replace(tiled_copy_partition(tile, tc, which, threads), maker=maker)
+
                 if tcs.layout_tv is not None:
                     # the TiledCopy as C++ holds it: TiledCopy<Copy_Atom, TiledLayout_TV, Tiler_MN>
                     tv = self.plain_layout(ps.layouts["tiled_copy.layout_tv"], (*tp, "layout_tv"), "TV")
-                    try:
-                        tiler = L.parse_tiler(tcs.tiler or "")
-                        tc_key: tuple[Any, ...] = ("tiled_copy_tv", tcs.atom, t.elem_bits, str(tv), tcs.tiler or "")
-                        tc = cached_partition(tc_key, lambda: L.make_tiled_copy_impl((op, t.elem_bits), tv, tiler))
-                    except (ThreadmapError, ValueError) as ex:
-                        raise self.fail((*tp, "tiler"), str(ex)) from None
-                    maker: tuple[Any, ...] = ("tiled_copy_tv", tc.atom.cxx_type, tv, tiler, which)
-                    thr_path = (*tp, "layout_tv")
+
+                    def from_tv() -> LocalPartition:
+                        try:
+                            tiler = L.parse_tiler(tcs.tiler or "")
+                            tc = L.make_tiled_copy_impl((op, t.elem_bits), tv, tiler)
+                        except (ThreadmapError, ValueError) as ex:
+                            raise self.fail((*tp, "tiler"), str(ex)) from None
+                        return tiled(tc, ("tiled_copy_tv", tc.atom.cxx_type, tv, tiler, which), (*tp, "layout_tv"))
+
+                    part = memoized(("tiled_copy_tv", tcs.atom, t.elem_bits, tv, tcs.tiler, tile, which, threads),
+                                    from_tv)
                 else:
                     thr = self.plain_layout(ps.layouts["tiled_copy.threads"], (*tp, "threads"), "thread")
                     val = self.plain_layout(ps.layouts["tiled_copy.values"], (*tp, "values"), "value")
-                    tc_key = ("tiled_copy", tcs.atom, t.elem_bits, str(thr), str(val))
-                    tc = cached_partition(tc_key, lambda: L.make_tiled_copy((op, t.elem_bits), thr, val))
-                    maker = ("tiled_copy", tc.atom.cxx_type, thr, val, which)
-                    thr_path = (*tp, "threads")
-                if tc.tiled_num_thr != threads:
-                    raise self.fail(thr_path, f"tiled copy has {tc.tiled_num_thr} "
-                                              f"threads, but threads = {threads}")
-                part = replace(cached_partition((*tc_key, which, tile, threads),
-                                                lambda: tiled_copy_partition(tile, tc, which, threads)), maker=maker)
+
+                    def from_thr_val() -> LocalPartition:
+                        tc = L.make_tiled_copy((op, t.elem_bits), thr, val)
+                        return tiled(tc, ("tiled_copy", tc.atom.cxx_type, thr, val, which), (*tp, "threads"))
+
+                    part = memoized(("tiled_copy", tcs.atom, t.elem_bits, thr, val, tile, which, threads),
+                                    from_thr_val)
             elif side.thread_map is not None:
-                part = self.thread_map(path, side, tile, threads)
+                tm_spec = side.thread_map
+                part = memoized(("thread_map", tm_spec.model_dump_json(), tile, threads),
+                                lambda: self.thread_map(path, side, tile, threads))
             elif side.mma is not None:
                 m = side.mma
                 atom = self.named_atom(L.get_mma_atom, m.atom, (*path, "mma", "atom"), "MMA")
                 atom_layout = self.plain_layout(ps.layouts["mma.atom_layout"], (*path, "mma", "atom_layout"), "atom")
-                mma = cached_partition(("mma", m.atom, str(atom_layout)), lambda: L.make_tiled_mma(atom, atom_layout))
-                if mma.size() != threads:
-                    raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
-                                                                   f"but threads = {threads}")
-                part = replace(cached_partition(("mma_partition", m.atom, str(atom_layout), m.operand, tile, threads),
-                                                lambda: mma_partition(tile, mma, m.operand, threads)),
-                               maker=("mma", atom.cxx_type, atom_layout, m.operand))
+
+                def from_mma() -> LocalPartition:
+                    mma = L.make_tiled_mma(atom, atom_layout)
+                    if mma.size() != threads:
+                        raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
+                                                                       f"but threads = {threads}")
+                    return replace(mma_partition(tile, mma, m.operand, threads),
+                                   maker=("mma", atom.cxx_type, atom_layout, m.operand))
+
+                part = memoized(("mma", m.atom, atom_layout, m.operand, tile, threads), from_mma)
             else:
                 raise self.fail(path, "a tensor side needs a partition: threads, tiled_copy, thread_map "
                                       "or mma")
@@ -609,7 +595,7 @@ class _Builder:
             args.append(tuple(tm_spec.warp_thread_arrangement))
         args.append(tm_spec.elements_per_access)
         try:
-            tm = cached_partition(("thread_map", tm_spec.name, *args), lambda: cls(*args))
+            tm = cls(*args)
         except TypeError:
             what = "missing" if len(args) == 3 else "not used"
             raise self.fail(p, f"{tm_spec.name} takes other template parameters "
@@ -620,8 +606,7 @@ class _Builder:
             raise self.fail((*p, "threads"), f"thread map has {tm.threads} threads, but threads = {threads}")
         if len(tile) != 2:
             raise self.fail(p, "a CUTLASS pitch-linear thread map partitions a rank-2 tile")
-        return cached_partition(("thread_map_partition", tm_spec.name, *args, tm_spec.contiguous_mode),
-                                lambda: thread_map_partition(tm, tm_spec.contiguous_mode))
+        return thread_map_partition(tm, tm_spec.contiguous_mode)
 
     def vectors(self, i: int, cp: Any, parts: Mapping[str, LocalPartition],
                 tensors: dict[str, TensorModel]) -> dict[str, int]:

@@ -17,7 +17,9 @@ lane ``v % vec`` (see :class:`LocalPartition`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,6 +65,46 @@ class LocalPartition:
 
     def with_vec(self, vec: int) -> LocalPartition:
         return replace(self, vec=vec)
+
+
+#: bytes of coordinates :func:`memoized` keeps (least recently used first out), and the
+#: largest partition it keeps (a bigger one is computed each time: it is rare, and a
+#: long-running process, the service, should not hold it)
+MEMO_BYTES = 64 << 20
+MEMO_ENTRY_BYTES = 8 << 20
+_MEMO: OrderedDict[Hashable, LocalPartition] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def memoized(key: Hashable, compute: Callable[[], LocalPartition]) -> LocalPartition:
+    """``compute()``, kept under ``key`` for later calls with an equal key (a model is built
+    again for every size class of a proof, and the partitions rarely change with the sizes).
+
+    Law: ``key`` holds every input ``compute`` reads (the partition kind, its evaluated
+    layouts, atom and element width, the tile and the thread count), so the kept partition is
+    the one ``compute()`` would return.  A failure is not kept, nor a partition of more than
+    ``MEMO_ENTRY_BYTES``.  The kept coordinates are read-only (models share them)."""
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return hit
+    part = compute()
+    if part.coord.nbytes > MEMO_ENTRY_BYTES:
+        return part
+    part.coord.setflags(write=False)
+    with _MEMO_LOCK:
+        _MEMO[key] = part
+        total = sum(p.coord.nbytes for p in _MEMO.values())
+        while total > MEMO_BYTES:
+            total -= _MEMO.popitem(last=False)[1].coord.nbytes
+    return part
+
+
+def forget_partitions() -> None:
+    """Empty the :func:`memoized` partitions (the next build computes each again)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
 
 
 def all_threads(part: Callable[[Any], Any], threads: int, rank: int) -> np.ndarray:

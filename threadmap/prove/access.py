@@ -277,6 +277,25 @@ class AccessEncoding:
             conds.append(self.address_low(s, t, v0, a) == 0)
         return z3.And(conds) if conds else z3.BoolVal(True)
 
+    def legal_keys(self, s: _Side) -> np.ndarray:
+        """Per thread ``t`` and vector ``st`` (values ``st vec ..``), a row that determines
+        :meth:`legal` ``(s, t, st vec)``: the coordinate differences of the vector's elements
+        from its first (:meth:`relative` reads nothing else) and the first element's
+        coordinates modulo ``2^a`` (:meth:`address_low` at ``a`` bits reads nothing else:
+        ``+`` and ``*`` modulo ``2^a`` only read low bits).  Shape ``(threads, vectors, K)``;
+        equal rows give the same formula, so each is built and solved once."""
+        c = np.asarray(s.sd.partition.coord, dtype=np.int64)
+        vec, e = s.sd.vec, s.sd.elem_bytes
+        T, V, rank = c.shape
+        first = c[:, 0:V - V % vec:vec, :]
+        parts = [c[:, j:V - V % vec:vec, :] - first for j in range(1, vec)]
+        a = (vec * e).bit_length() - 1
+        if a:
+            parts.append(first % (1 << a))
+        if not parts:
+            return np.zeros((T, first.shape[1], 0), dtype=np.int64)
+        return np.concatenate(parts, axis=2)
+
     def sector_bound(self, s: _Side, lanes: Sequence[tuple[int, int]], floor: int = 0) -> int:
         """An upper bound on the sectors of one instruction whose active vectors are aligned.
 
@@ -438,16 +457,30 @@ def _result(prop: str, status: str, t0: float, reason: str, **kw: Any) -> Proper
                           reason=reason, **kw)
 
 
-def _legality(enc: AccessEncoding, prop: str, timeout_ms: int, t0: float) -> PropertyResult:
+def legality(enc: AccessEncoding, prop: str, timeout_ms: int, t0: float) -> PropertyResult:
     """``vectorize`` (every real vector) or ``coalescing`` (every active vector) legal."""
     for s in enc.sides:
         bad = []
+        # legal() is a function of the lane's key row: one formula per distinct row (and, where
+        # every lane is active, one disjunct per distinct row: the disjunction is the same)
+        keys = enc.legal_keys(s)
+        formulas: dict[bytes, z3.BoolRef | None] = {}
+        every_active = prop == "vectorize" or s.cp.predicate == "none"
         for _, _, lanes in enc.lanes(s):
             for t, v0 in lanes:
-                ok = enc.legal(s, t, v0)
-                if z3.is_true(z3.simplify(ok)):
-                    continue
-                bad.append(z3.Not(ok) if prop == "vectorize" else z3.And(enc.any_active(s, t, v0), z3.Not(ok)))
+                key = keys[t, v0 // s.sd.vec].tobytes()
+                if key in formulas:
+                    ok = formulas[key]
+                    if ok is None or every_active:
+                        continue  # always legal, or this disjunct is already there
+                else:
+                    ok = enc.legal(s, t, v0)
+                    if z3.is_true(z3.simplify(ok)):
+                        ok = None
+                    formulas[key] = ok
+                    if ok is None:
+                        continue
+                bad.append(z3.Not(ok) if every_active else z3.And(enc.any_active(s, t, v0), z3.Not(ok)))
         if not bad:
             continue
         solver = enc.solver(timeout_ms)
@@ -665,9 +698,9 @@ def access_properties(loaded: LoadedSpec, space: SizeSpace, model: KernelModel, 
             why = f"stage {s.sd.stage} {s.sd.which}: tensor {s.sd.tensor.name if s.sd.tensor else '?'} is not " \
                   "affine in its top-level coordinates with monomial strides"
             return {p: _result(p, "UNKNOWN", t0, why) for p in ("vectorize", "coalescing")}
-    out = {"vectorize": _legality(enc, "vectorize", timeout_ms, t0)}
+    out = {"vectorize": legality(enc, "vectorize", timeout_ms, t0)}
     t1 = time.perf_counter()
-    co = _legality(enc, "coalescing", timeout_ms, t1)
+    co = legality(enc, "coalescing", timeout_ms, t1)
     if co.status == "PROVED":
         worst = _worst_sectors(enc, timeout_ms, deadline)
         if isinstance(worst, str):
