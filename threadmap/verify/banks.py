@@ -71,19 +71,21 @@ def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
     """Per block of ``t``: active instructions, wavefronts, ideal wavefronts, conflicted
     instructions, the most wavefronts of one instruction, and the largest ``extra`` of an
     active instruction (-1: none) with the first instruction (in the block) that has it."""
-    nb = int(t.blocks.size)
     pw = phase_wavefronts(t)
-    P = pw.shape[1]
-    pw3 = pw.reshape(nb, -1, P)
-    wf = pw3.sum(axis=2)
-    ideal = (pw3 > 0).sum(axis=2)
+    pw3 = pw.reshape(int(t.blocks.size), -1, pw.shape[1])
+    return instruction_stats(pw3.sum(axis=2), (pw3 > 0).sum(axis=2))
+
+
+def instruction_stats(wf: np.ndarray, ideal: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`block_stats` from (blocks, instructions) wavefronts and ideal wavefronts (an
+    instruction with ideal 0 has no active lane)."""
+    nb = wf.shape[0]
     active = ideal > 0
-    extra = wf - ideal
-    ex = np.where(active, extra, -1)
+    ex = np.where(active, wf - ideal, -1)
     empty = ex.shape[1] == 0
     return {"instructions": active.sum(axis=1, dtype=np.int64), "wavefronts": wf.sum(axis=1, dtype=np.int64),
             "ideal_wavefronts": ideal.sum(axis=1, dtype=np.int64),
-            "conflicted_instructions": (extra > 0).sum(axis=1, dtype=np.int64),
+            "conflicted_instructions": (ex > 0).sum(axis=1, dtype=np.int64),
             "max_wf": np.zeros(nb, dtype=np.int64) if empty else wf.max(axis=1).astype(np.int64),
             "best": np.full(nb, -1, dtype=np.int64) if empty else ex.max(axis=1).astype(np.int64),
             "best_i": np.zeros(nb, dtype=np.int64) if empty else ex.argmax(axis=1)}
@@ -128,16 +130,7 @@ def ldgsts_block_stats(t: AccessTable, src: AccessTable, zfill: bool) -> dict[st
     """:func:`block_stats` for a ``cp.async.ca`` destination (``ldgsts_instruction_wavefronts``)."""
     nb = int(t.blocks.size)
     wf_i, ideal_i = ldgsts_instruction_wavefronts(t, src, zfill)
-    wf, ideal = wf_i.reshape(nb, -1), ideal_i.reshape(nb, -1)
-    active = ideal > 0
-    ex = np.where(active, wf - ideal, -1)
-    empty = ex.shape[1] == 0
-    return {"instructions": active.sum(axis=1, dtype=np.int64), "wavefronts": wf.sum(axis=1, dtype=np.int64),
-            "ideal_wavefronts": ideal.sum(axis=1, dtype=np.int64),
-            "conflicted_instructions": (ex > 0).sum(axis=1, dtype=np.int64),
-            "max_wf": np.zeros(nb, dtype=np.int64) if empty else wf.max(axis=1).astype(np.int64),
-            "best": np.full(nb, -1, dtype=np.int64) if empty else ex.max(axis=1).astype(np.int64),
-            "best_i": np.zeros(nb, dtype=np.int64) if empty else ex.argmax(axis=1)}
+    return instruction_stats(wf_i.reshape(nb, -1), ideal_i.reshape(nb, -1))
 
 
 class BankConflicts(Accumulator):

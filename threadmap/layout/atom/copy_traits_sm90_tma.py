@@ -32,7 +32,7 @@ from typing import Any
 
 from threadmap.errors import LayoutError
 from threadmap.layout.arithmetic_tuple import ScaledBasis
-from threadmap.layout.int_tuple import flatten, product
+from threadmap.layout.int_tuple import flatten, idx2crd, product
 from threadmap.layout.layout import (
     Layout,
     coalesce,
@@ -504,11 +504,9 @@ def tma_tile_mismatches(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0,
     bad = 0
     wit: list[dict[str, Any]] = []
     n = int(size(t.smem))
+    flat_tile = tuple(int(product(ext)) for ext in tile_shape)
     for lin in range(n):
-        c, r = [], lin
-        for ext in tile_shape:
-            c.append(r % int(product(ext)))
-            r //= int(product(ext))
+        c = list(idx2crd(lin, flat_tile))
         g = tuple(int(o) + x for o, x in zip(origin, c))
         want = int(t.gmem(g)) if all(0 <= gi < int(d) for gi, d in zip(g, gshape)) else None
         byte = int(t.smem(tuple(c))) * eb

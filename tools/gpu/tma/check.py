@@ -22,13 +22,18 @@ from threadmap.layout.atom.copy_traits_sm90_tma import tma_box_image, tma_box_st
 REGION = 64 * 1024
 
 
-def expected(t, coord: tuple[int, ...], base: int) -> bytearray:  # type: ignore[no-untyped-def]
+def region(image: dict[int, int | None], eb: int, base: int) -> bytearray:
+    """The dumped shared region an image predicts: 0xAA where nothing was written, zeros for a
+    zero-filled element, else the global bytes' fill ((k * 131 + 7) & 0xff at global byte k)."""
     out = bytearray([0xAA]) * REGION
-    eb = t.desc.elem_bytes
-    for off, e in tma_box_image(t.desc, coord, base).items():
+    for off, e in image.items():
         for j in range(eb):
             out[base + off + j] = 0 if e is None else (((e * eb + j) * 131 + 7) & 0xFF)
     return out
+
+
+def expected(t, coord: tuple[int, ...], base: int) -> bytearray:  # type: ignore[no-untyped-def]
+    return region(tma_box_image(t.desc, coord, base), t.desc.elem_bytes, base)
 
 
 def store_mismatches(t, coord: tuple[int, ...], base: int, changed: dict[int, int]) -> int:  # type: ignore[no-untyped-def]

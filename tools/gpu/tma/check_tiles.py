@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from check import REGION, region  # noqa: E402
 
 from threadmap.layout import Dyn, gmma_layout_atom, make_layout, make_tma_copy  # noqa: E402
 from threadmap.layout.atom.copy_traits_sm90_tma import TmaCopy, tma_tile_image, tma_tile_mismatches  # noqa: E402
 
-REGION = 64 * 1024
 #: tile_copy.cu's cases in its order: name, element bits, K-major, atom, tile shape, M, K, tile (m, k), offset
 TILES = [("k_sw128_f16", 16, True, ("K", "SW128"), (128, 64), 300, 200, (1, 1), 0),
          ("k_sw128_f16_edge", 16, True, ("K", "SW128"), (128, 64), 300, 200, (2, 3), 0),
@@ -43,12 +45,7 @@ def tiles() -> Iterator[tuple[str, TmaCopy, tuple[int, int], int]]:
 
 
 def expected(t: TmaCopy, origin: tuple[int, int], base: int) -> bytearray:
-    out = bytearray([0xAA]) * REGION
-    eb = t.elem_bits // 8
-    for off, e in tma_tile_image(t, origin, base).items():
-        for j in range(eb):
-            out[base + off + j] = 0 if e is None else (((e * eb + j) * 131 + 7) & 0xFF)
-    return out
+    return region(tma_tile_image(t, origin, base), t.elem_bits // 8, base)
 
 
 def main() -> int:
