@@ -327,8 +327,7 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
 def _ldgsts_line(t: AccessTable, src: AccessTable, side: Any, warp: int, step: int) -> str:
     """What a ``cp.async.ca`` instruction costs beside its bank map (which shows the banks as a
     store serves them): the LDGSTS rule's wavefronts, as ``verify`` counts them."""
-    zfill = bool(side.copy_op) and side.copy_op.split("<", 1)[0].endswith("_ZFILL")
-    wf, ideal = ldgsts_instruction_wavefronts(t, src, zfill)
+    wf, ideal = ldgsts_instruction_wavefronts(t, src, side.cp_async_zfill)
     i = warp * t.steps + step
     rows = range(i * t.instruction_rows, (i + 1) * t.instruction_rows, t.vec)
     lines = len({int(src.addr[r]) // LINE_BYTES for r in rows if t.pred[r]})

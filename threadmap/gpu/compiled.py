@@ -219,8 +219,7 @@ def _declared_form(sd: SideModel) -> str | None:
 def _compiled_op(sd: SideModel, form: str, instrs: Sequence[MemoryInstruction], bits: int) -> str:
     """The copy operation a cp.async stage's SASS issues, by CuTe's name: the form read from the
     SASS, zero-fill as the spec declares it (or as the SASS shows it, for a spec without cp.async)."""
-    zfill = sd.copy_op.split("<", 1)[0].endswith("_ZFILL") if sd.cp_async and sd.copy_op else \
-        any(_ZFILL_OPERAND.search(m.instruction.operands) for m in instrs)
+    zfill = sd.cp_async_zfill if sd.cp_async else any(_ZFILL_OPERAND.search(m.instruction.operands) for m in instrs)
     return f"SM80_CP_ASYNC_{'CACHEALWAYS' if form == 'ca' else 'CACHEGLOBAL'}{'_ZFILL' if zfill else ''}" \
            f"<uint{bits}_t>"
 

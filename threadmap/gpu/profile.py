@@ -104,6 +104,9 @@ def ldgsts(row: dict[str, str], quantity: str) -> float | None:
 
 
 SASS_OP = {("global", "src"): "LDG", ("global", "dst"): "STG", ("shared", "src"): "LDS", ("shared", "dst"): "STS"}
+#: why a cp.async.cg stage's shared side is measured but not compared (docs/hardware.md)
+NOT_COMPARABLE = ("not comparable: the bypassing cp.async.cg form's (LDGSTS.BYPASS) shared writes are not counted "
+                  "by address (the L1-allocating .ca form is)")
 #: relative difference under which a measured ratio equals the predicted one (float printing)
 TOLERANCE = 1e-6
 
@@ -351,8 +354,7 @@ def _ldgsts_side(res: dict[tuple[str, int | None, str | None], Any], stage: int,
     if side.memory == "shared" and not ldgsts_rule(side):
         # measured on an H200: none counted for an isolated warp, 3/4 of the .ca rule in these
         # kernels -- the counter is not a function of the addresses for this form
-        sd.note = ("not comparable: the bypassing cp.async.cg form's shared writes are not counted by "
-                   "address (the L1-allocating .ca form is)")
+        sd.note = NOT_COMPARABLE
         return sd
     if sd.predicted is not None:
         same = abs(sd.predicted - sd.measured) <= TOLERANCE * max(1.0, abs(sd.predicted))

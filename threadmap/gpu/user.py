@@ -32,7 +32,7 @@ from pydantic import Field
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.compiled import analyse, load_kernel
 from threadmap.gpu.log import LogDiff, diff_log
-from threadmap.gpu.profile import TOLERANCE, number, parse_ncu_csv
+from threadmap.gpu.profile import NOT_COMPARABLE, TOLERANCE, number, parse_ncu_csv
 from threadmap.gpu.report import ReportModel
 from threadmap.gpu.toolchain import SOURCE_SUFFIXES, find_tool
 from threadmap.report.model import CompiledKernel, CompiledSide
@@ -64,10 +64,6 @@ CONTENDED_METRICS = {
 #: the note of a run without Nsight Compute (nothing measured: ``threadmap gpu`` exits 2)
 NO_NCU = "ncu not found: the prediction only"
 
-
-#: why a cp.async.cg stage's shared side is measured but not compared (docs/hardware.md)
-NOT_COMPARABLE = ("not comparable: the bypassing cp.async.cg form's (LDGSTS.BYPASS) shared writes are not counted "
-                  "by address (the L1-allocating .ca form is)")
 
 
 class UserKernelError(ThreadmapError):

@@ -122,6 +122,12 @@ class SideModel:
         return self.copy_op is not None and self.copy_op.startswith(CP_ASYNC_PREFIX)
 
     @property
+    def cp_async_zfill(self) -> bool:
+        """Whether the side's instruction is the zero-filling ``SM80_CP_ASYNC_*_ZFILL`` form (a
+        lane whose predicate is false writes zeros)."""
+        return self.cp_async and self.copy_op is not None and self.copy_op.split("<", 1)[0].endswith("_ZFILL")
+
+    @property
     def vec(self) -> int:
         return self.partition.vec
 

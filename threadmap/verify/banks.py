@@ -178,7 +178,7 @@ class BankConflicts(Accumulator):
     def _add_ldgsts(self, t: AccessTable, src: AccessTable, weights: np.ndarray) -> None:
         """A ``cp.async.ca`` destination: the LDGSTS rule, every block computed (the global
         side's lines decide the wavefronts, so the shared pattern alone is no key)."""
-        zfill = bool(self.side.copy_op and self.side.copy_op.split("<", 1)[0].endswith("_ZFILL"))
+        zfill = self.side.cp_async_zfill
         st = ldgsts_block_stats(t, src, zfill)
         b = self._accumulate(st, weights)
         if b is None:
