@@ -188,7 +188,7 @@ def verify_cmd(paths: tuple[str, ...], fmt: str, output_path: str | None, sizes:
                exhaustive: bool, engine: str, timeout: float, details: bool | None, verbose: bool,
                check_expected: bool, kernel_file: str | None, kernel_name: str | None, arch: str) -> None:
     """Verify spec files (or directories of them): coverage, predicates, coalescing, bank
-    conflicts, vectorization and dataflow.
+    conflicts, vectorization, dataflow and the asynchronous pipeline.
 
     \b
     Examples:

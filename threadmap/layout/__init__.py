@@ -65,6 +65,7 @@ from threadmap.layout.atom.copy_traits_sm90_tma import (
     TmaViolation,
     make_tma_atom,
     make_tma_copy,
+    tma_tile_mismatches,
 )
 from threadmap.layout.atom.mma_atom import (
     ThrMMA,
@@ -127,6 +128,7 @@ from threadmap.layout.tensor import (
 )
 
 __all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tma_atom", "make_tma_copy",
+           "tma_tile_mismatches",
            "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
            "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",

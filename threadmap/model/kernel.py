@@ -28,6 +28,7 @@ import threadmap.layout as L
 from threadmap.cutlass import THREAD_MAPS
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.hardware import MAX_SHARED_BYTES
+from threadmap.model.pipeline import PipelineModel, bind_pipeline
 from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
@@ -194,6 +195,8 @@ class KernelModel:
     input: str | None
     output: str | None
     coord_bounds: dict[tuple[int, str], tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    #: the asynchronous pipeline, if the spec has one
+    pipeline: PipelineModel | None = None
 
     @property
     def name(self) -> str:
@@ -301,8 +304,13 @@ class _Builder:
         out = next((c.dst.name for c in reversed(copies) if c.dst.memory == "global"), None)
         grid3 = (grid[0], grid[1], grid[2])
         bounds, tensors, stages = self.bound_addresses(grid3, tensors, stages)
+        pipe = None
+        if self.spec.pipeline is not None:
+            elements = {n: t.element or self.spec.element for n, t in self.spec.tensors.items()}
+            by_address = frozenset(n for n, t in self.spec.tensors.items() if t.swizzled_by == "address")
+            pipe = bind_pipeline(self.spec.pipeline, self.env, tensors, elements, threads, self.fail, by_address)
         model = KernelModel(self.loaded, self.env, threads, grid3, tensors, tuple(stages), expect, inp, out,
-                            bounds)
+                            bounds, pipe)
         return model
 
     def tensor(self, name: str) -> TensorModel:

@@ -25,6 +25,7 @@ CHECK_PROPERTIES: dict[str, tuple[str, ...]] = {
     "bank_conflicts": ("bank_conflicts",),
     "vectorize": ("vectorize",),
     "coalescing": ("coalescing",),
+    "pipeline": ("pipeline",),
 }
 
 

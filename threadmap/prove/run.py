@@ -43,6 +43,7 @@ import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
 from threadmap.prove.access import access_properties
+from threadmap.prove.pipeline import pipeline_property
 from threadmap.prove.encode import (
     Monomial,
     SizeClass,
@@ -78,7 +79,7 @@ ACCESS_PROPERTIES: dict[str, tuple[str, ...]] = {
 #: every property whose failure ``verify`` shows as an error finding of these checks
 REFUTING_CHECKS: dict[str, tuple[str, ...]] = {**CLASS_PROPERTIES, **ACCESS_PROPERTIES}
 ALIAS_KINDS = ("aliased_write", "aliasing_undecided")
-PROPERTIES = ("grid", *CLASS_PROPERTIES, *ACCESS_PROPERTIES, "aliasing")
+PROPERTIES = ("grid", *CLASS_PROPERTIES, *ACCESS_PROPERTIES, "aliasing", "pipeline")
 DEFAULT_TIMEOUT = 120.0
 MAX_FINDINGS_SHOWN = 5
 
@@ -418,6 +419,14 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
                         seconds=dt, properties=[PropertyResult(property=p, status="UNKNOWN", method="-",
                                                                seconds=dt, reason=str(e)) for p in PROPERTIES])
     space.check_satisfiable(timeout_ms)
+    results["pipeline"] = pipeline_property(loaded, space, model0, timeout_ms)
+    if not model0.stages:  # a pipeline alone: no per-thread copy to prove anything of
+        dt = time.perf_counter() - t_start
+        return ProveRun(spec=spec.name, path=str(loaded.path), ranges=ranges, assume=list(spec.assume),
+                        bits=space.bits, seconds=dt,
+                        properties=[results.get(p) or PropertyResult(
+                            property=p, status="PROVED", method="-", seconds=0.0,
+                            reason="nothing to prove: the spec has no per-thread copies") for p in PROPERTIES])
     results["grid"] = _grid_property(space, timeout_ms)
 
     t0 = time.perf_counter()

@@ -89,6 +89,12 @@ def headline(r: CheckResult) -> str:
         return (f"{s.transform or 'no transform'}: moved {s.moved}, wrong {s.wrong_values}{missing}, races "
                 f"{s.races}, stale {s.stale_reads}, uninitialised {s.uninitialised_reads}, write-after-read "
                 f"{s.writes_after_reads}")
+    if s.check == "pipeline":
+        tma = "; ".join(f"{t['copy']}: box {'x'.join(map(str, t['box_dim']))}, swizzle {t['swizzle']}, "
+                        f"{t['bytes_per_issue']} B" for t in s.tma)
+        kinds = ", ".join(f"{k} {v}" for k, v in s.by_kind.items())
+        return (f"{s.stages} stages, roles {', '.join(s.roles)}; trip counts: {s.trip_counts}; {s.states} states"
+                + (" (cut short)" if s.truncated else "") + (f"; {tma}" if tma else "") + (f"; {kinds}" if kinds else ""))
     return s.reason if s.check == "skip" else ""
 
 
@@ -107,6 +113,8 @@ def run_label(run: SpecRun) -> str:
 
 def how(run: SpecRun) -> str:
     """How the run's totals were obtained, for the table caption."""
+    if run.totals == "enumerated" and run.blocks_simulated == 0:
+        return "no per-thread copies: the pipeline alone"
     if run.totals == "enumerated":
         return f"every block simulated ({run.blocks})"
     if run.totals == "tiling":

@@ -164,6 +164,23 @@ class DataflowSummary(CheckSummary):
     transform: str | None
 
 
+class PipelineSummary(CheckSummary):
+    rule: ClassVar[str] = ("The asynchronous pipeline is safe under every interleaving: TMA descriptors are legal, "
+                           "no stage is read before its data lands or refilled while read, every mbarrier phase "
+                           "completes, and the async proxy reads only fenced generic stores.")
+    check: Literal["pipeline"] = "pipeline"
+    stages: int
+    roles: list[str]
+    iterations: int = Field(description="the K-loop's trip count at these sizes")
+    trip_counts: str = Field(description="the trip counts explored: this one, or every count at once")
+    states: int = Field(description="protocol states explored")
+    finished_runs: int = Field(description="explored states where every role finished")
+    truncated: bool = False
+    tma: list[dict[str, Any]] = Field(default_factory=list, description="each TMA copy's descriptor as "
+                                                                        "cuTensorMapEncodeTiled receives it")
+    by_kind: dict[str, int] = Field(default_factory=dict)
+
+
 class SkipSummary(_Model):
     check: Literal["skip"] = "skip"
     reason: str
@@ -173,7 +190,7 @@ class SkipSummary(_Model):
 SUMMARIES: dict[str, type[CheckSummary]] = {
     "coverage": CoverageSummary, "grid_coverage": GridCoverageSummary, "predicates": PredicatesSummary,
     "coalescing": CoalescingSummary, "bank_conflicts": BankSummary, "vectorize": VectorizeSummary,
-    "dataflow": DataflowSummary,
+    "dataflow": DataflowSummary, "pipeline": PipelineSummary,
 }
 #: the rule of each check in one sentence
 RULES: dict[str, str] = {name: cls.rule for name, cls in SUMMARIES.items()}
@@ -191,7 +208,7 @@ def expected_name(check: str) -> str:
 
 
 Summary = Annotated[CoverageSummary | GridCoverageSummary | PredicatesSummary | CoalescingSummary
-                    | BankSummary | VectorizeSummary | DataflowSummary | SkipSummary,
+                    | BankSummary | VectorizeSummary | DataflowSummary | PipelineSummary | SkipSummary,
                     Field(discriminator="check")]
 
 

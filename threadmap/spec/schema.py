@@ -25,7 +25,8 @@ ELEMENT_BITS: dict[str, int] = {
 }
 
 #: every check's name, as reports and ``expect.failing_checks`` use them
-CHECK_NAMES = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize", "dataflow")
+CHECK_NAMES = ("coverage", "grid_coverage", "predicates", "coalescing", "bank_conflicts", "vectorize", "dataflow",
+               "pipeline")
 #: other accepted spellings (``vectorization``) and the name each stands for
 CHECK_ALIASES = {"vectorization": "vectorize"}
 
@@ -65,6 +66,10 @@ class TensorSpec(_Model):
     align: StrictInt = Field(256, ge=1, description="base address alignment in bytes (cudaMalloc: 256); a power of two")
     alias: str | None = Field(None, description="another shared tensor whose buffer this one views")
     offset: StrictInt = Field(0, ge=0, le=2**40, description="element offset of this view inside the buffer")
+    swizzled_by: Literal["offset", "address"] = Field(
+        "offset", description="what a swizzled shared layout's readers swizzle: offsets from the tile's start "
+                              "(a Swizzle o Layout on offsets), or shared-memory addresses (CuTe's smem_ptr swizzled "
+                              "tensors, wgmma/UMMA descriptors, TMA)")
 
     @field_validator("align")
     @classmethod
@@ -178,6 +183,126 @@ class Copy(_Model):
 Stage = Copy | Literal["barrier"]
 
 
+class BufferArgs(_Model):
+    """The shared buffers an operation reads or writes, on iteration ``k + ahead``."""
+
+    buffers: list[str] | str
+    ahead: StrictInt = Field(0, ge=-64, le=64, description="act on iteration k + ahead of the loop variable k")
+
+
+class BarrierArgs(_Model):
+    """An mbarrier operation on the stage of iteration ``k + ahead``."""
+
+    barrier: str
+    ahead: StrictInt = Field(0, ge=-64, le=64, description="act on iteration k + ahead of the loop variable k")
+    count: Expr | None = Field(None, description="arrivals (arrive: default every thread of the role; "
+                                                 "arrive_expect_tx: default 1, the elected thread)")
+    bytes: Expr | None = Field(None, description="transaction bytes (arrive_expect_tx, expect_tx)")
+    ctas: Literal["self", "all"] = Field("self", description="all: arrive on this barrier in every CTA of the "
+                                                             "cluster (the release of a multicast stage)")
+
+
+class TmaIssue(_Model):
+    """A TMA load of the pipeline's ``tma`` copy into this iteration's stage; its bytes complete on
+    ``barrier``."""
+
+    copy_: str = Field(alias="copy", description="a copy of pipeline.tma")
+    barrier: str
+    ahead: StrictInt = Field(0, ge=-64, le=64)
+    multicast: StrictInt | None = Field(None, ge=1, description="CTA mask of a multicast load (bit i: CTA i of "
+                                                                  "the cluster)")
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PipelineOp(_Model):
+    """One operation of a role's program: exactly one key."""
+
+    wait: str | BarrierArgs | None = Field(None, description="mbarrier try_wait.parity on this iteration's stage "
+                                                              "with the role's phase")
+    arrive: str | BarrierArgs | None = None
+    arrive_expect_tx: BarrierArgs | None = None
+    expect_tx: BarrierArgs | None = None
+    tma: TmaIssue | None = None
+    tma_store: str | list[str] | BufferArgs | None = Field(None, description="TMA store reading these buffers "
+                                                                              "(the async proxy)")
+    cp_async: str | list[str] | BufferArgs | None = Field(None, description="cp.async into these buffers")
+    wait_group: StrictInt | None = Field(None, ge=0, le=64, description="cp.async.wait_group N")
+    wait_mma: StrictInt | None = Field(None, ge=0, le=64, description="warpgroup_wait<N>: all but the N newest "
+                                                                       "mma batches done reading")
+    tma_store_wait: StrictInt | None = Field(None, ge=0, le=64, description="tma_store_wait<N> "
+                                                                             "(cp.async.bulk.wait_group.read N): all "
+                                                                             "but the N newest TMA stores done reading")
+    sync: str | None = Field(None, description="a named barrier of pipeline.syncs (bar.sync)")
+    read: str | list[str] | BufferArgs | None = Field(None, description="generic reads of these buffers "
+                                                                         "(ld.shared, ldmatrix)")
+    write: str | list[str] | BufferArgs | None = Field(None, description="generic stores into these buffers")
+    mma: str | list[str] | BufferArgs | None = Field(None, description="wgmma reading these buffers "
+                                                                        "asynchronously until wait_mma")
+
+    @model_validator(mode="after")
+    def _one(self) -> PipelineOp:
+        given = [k for k in type(self).model_fields if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("an operation has exactly one key, got " + (", ".join(given) or "none"))
+        return self
+
+
+PipelineItem = Literal["commit", "fence_proxy_async", "syncthreads"] | PipelineOp
+
+
+class PipelineBlock(_Model):
+    """``for k in range(loop): ops`` (``loop: iterations``: the K-loop)."""
+
+    loop: StrictInt | Literal["iterations"] = Field(1, description="trips: a number, or 'iterations' (the K-loop)")
+    first: StrictInt = Field(0, ge=-64, le=1 << 20, description="the loop variable's first value")
+    after_loop: bool = Field(False, description="the loop variable counts from the K-loop's trip count "
+                                                "(a drain: 'first: -1' is the last iteration)")
+    ops: list[PipelineItem] = Field(min_length=1)
+
+
+class RoleSpec(_Model):
+    """Warps running one program in lockstep (a producer warp, a consumer warpgroup)."""
+
+    warps: tuple[StrictInt, StrictInt] = Field(description="first and last warp of the role")
+    start_phase: Literal[0, 1] = Field(0, description="its PipelineState's phase at iteration 0 (CUTLASS: 1 for "
+                                                      "a producer, make_producer_start_state; 0 for a consumer)")
+    start_stage: StrictInt = Field(0, ge=0)
+    program: list[PipelineBlock] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _warps(self) -> RoleSpec:
+        if not 0 <= self.warps[0] <= self.warps[1] < 32:
+            raise ValueError(f"warps are a range first <= last inside 0 .. 31, got {list(self.warps)}")
+        return self
+
+
+class TmaCopySpec(_Model):
+    """``make_tma_copy(op, gmem_tensor, smem_layout, cta_tile, multicast)``: a global tensor's tile to
+    a shared buffer (one stage)."""
+
+    op: Literal["SM90_TMA_LOAD", "SM90_TMA_LOAD_MULTICAST", "SM90_TMA_STORE"] = "SM90_TMA_LOAD"
+    src: str = Field(description="the global tensor (for SM90_TMA_STORE: the shared buffer)")
+    dst: str = Field(description="the shared buffer (for SM90_TMA_STORE: the global tensor)")
+    tile: list[Expr] | None = Field(None, description="the CTA tile (default: the shared layout's shape)")
+    multicast: StrictInt = Field(1, ge=1, le=16, description="CTAs sharing the tile (each loads 1/multicast)")
+
+
+class PipelineSpec(_Model):
+    """An asynchronous pipeline: a ring of ``stages`` shared stages, mbarrier arrays, roles."""
+
+    stages: StrictInt = Field(ge=1, le=32, description="stages in the ring (PipelineState's Stages)")
+    iterations: Expr = Field(description="the K-loop's trip count (an expression of the sizes)")
+    cluster: StrictInt = Field(1, ge=1, le=16, description="CTAs per cluster")
+    arch: str = Field("sm_90a", description="target architecture (TMA needs sm_90 or newer)")
+    buffers: list[str] = Field(min_length=1, description="shared tensors holding one stage's tile each; stage s "
+                                                         "of a buffer lies s tiles after stage 0")
+    barriers: dict[str, Expr] = Field(default_factory=dict, description="mbarrier arrays (one per stage): "
+                                                                        "name -> arrivals per phase")
+    tma: dict[str, TmaCopySpec] = Field(default_factory=dict)
+    syncs: dict[str, list[str]] = Field(default_factory=dict, description="named barriers: name -> member roles")
+    roles: dict[str, RoleSpec] = Field(min_length=1)
+
+
 class SectorBound(_Model):
     """Separate coalescing bounds for loads (copy sources) and stores (copy destinations)."""
 
@@ -230,7 +355,9 @@ class Spec(_Model):
                               description="relations the sizes satisfy, e.g. 'N % 4 == 0', 'M >= N' "
                                           "(comparisons == != <= >= < >); samples that break one are skipped")
     tensors: dict[str, TensorSpec] = Field(description="tensors in global or shared memory")
-    stages: list[Stage] = Field(min_length=1, description="copies and barriers, in program order")
+    stages: list[Stage] = Field(default_factory=list, description="copies and barriers, in program order")
+    pipeline: PipelineSpec | None = Field(None, description="an asynchronous pipeline (cp.async groups, TMA, "
+                                                            "mbarriers, warp-specialised roles)")
     expect: Expect = Field(default_factory=Expect, description="what the author expects")
 
     @field_validator("element")
@@ -239,6 +366,12 @@ class Spec(_Model):
         if v not in ELEMENT_BITS:
             raise ValueError(f"unknown element type {v!r}; known: {', '.join(ELEMENT_BITS)}")
         return v
+
+    @model_validator(mode="after")
+    def _something(self) -> Spec:
+        if not self.stages and self.pipeline is None:
+            raise ValueError("a spec has copy stages, a pipeline, or both")
+        return self
 
     @field_validator("sizes")
     @classmethod

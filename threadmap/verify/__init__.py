@@ -7,7 +7,7 @@ from threadmap.hardware import sectors as sectors_definition
 from threadmap.hardware import wavefronts as wavefronts_definition
 from threadmap.simulate.build import build_table, register_table
 from threadmap.spec.schema import CHECK_NAMES  # noqa: E402  (every check's name)
-from threadmap.verify import banks, coalescing, coverage, dataflow, vectorize  # noqa: F401  (register)
+from threadmap.verify import banks, coalescing, coverage, dataflow, pipeline, vectorize  # noqa: F401  (register)
 from threadmap.verify.banks import check_bank_conflicts
 from threadmap.verify.catalogue import CATALOGUE, Entry
 from threadmap.verify.check import CHECKS, Accumulator, Check, canonical

@@ -28,6 +28,7 @@ from threadmap.report.model import (
     CoverageSummary,
     DataflowSummary,
     GridCoverageSummary,
+    PipelineSummary,
     PredicatesSummary,
     VectorizeSummary,
 )
@@ -84,6 +85,10 @@ CATALOGUE: dict[str, Entry] = {e.name: e for e in (
     Entry("dataflow", "kernel", "threadmap.verify.dataflow", DataflowSummary,
           ("wrong_value", "missing", "race", "stale_read", "uninitialised_read", "write_after_read"),
           ("dataflow",)),
+    Entry("pipeline", "kernel", "threadmap.verify.pipeline", PipelineSummary,
+          ("tma_descriptor", "tma_smem_alignment", "read_before_landed", "refill_while_read", "missing_proxy_fence",
+           "tx_mismatch_hang", "arrival_deadlock", "sync_deadlock", "over_arrival", "multicast_outside_cluster"),
+          ("pipeline",)),
 )}
 
 #: every check's name, in the order reports list them

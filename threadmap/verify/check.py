@@ -58,6 +58,8 @@ class Check(ABC):
     definition: ClassVar[Callable[..., Any]]
     #: the memories whose sides the check judges
     memories: ClassVar[tuple[str, ...]] = ("global", "shared", "register")
+    #: whether the check's counts depend on the block (false: one answer for the whole kernel)
+    per_block: ClassVar[bool] = True
 
     @property
     def entry(self) -> Entry:
@@ -74,6 +76,10 @@ class Check(ABC):
 
     def applies(self, side: SideModel) -> bool:
         return side.memory in self.memories
+
+    def judges(self, model: KernelModel) -> bool:
+        """Whether a kernel check has anything to judge in ``model``."""
+        return True
 
     @abstractmethod
     def accumulator(self, model: KernelModel, side: SideModel | None) -> Accumulator:

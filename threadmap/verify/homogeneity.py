@@ -51,7 +51,7 @@ def signature(model: KernelModel, sim: Simulator, block: int) -> dict[Any, Any]:
             act = t.pred
             out[("active", side.stage, side.which)] = (int(act.sum()), int((act & ~in_bounds(t.coords, t.shape)).sum()))
     for name, check in CHECKS.items():
-        if check.scope == "kernel":
+        if check.scope == "kernel" and check.per_block and check.judges(model):
             acc = check.accumulator(model, None)
             acc.add(tables, one)
             out[(name, None, None)] = acc.result().summary.model_dump()

@@ -106,7 +106,7 @@ def _accumulators(model: KernelModel, opts: RunOptions, perf_from_classes: bool)
             if check.scope == "side" and _wanted(opts, name) and check.applies(side):
                 st.side[(side.stage, side.which, name)] = check.accumulator(model, side)
     for name, check in CHECKS.items():
-        if check.scope == "kernel" and _wanted(opts, name):
+        if check.scope == "kernel" and _wanted(opts, name) and check.judges(model):
             st.kernel[name] = check.accumulator(model, None)
     return st
 
@@ -134,6 +134,10 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     """Run the checks on ``model`` (see the module docstring)."""
     opts = opts or RunOptions()
     t0 = time.perf_counter()
+    if not model.stages:  # a pipeline alone: nothing to simulate per thread
+        results = [CHECKS[n].accumulator(model, None).result() for n, c in CHECKS.items()
+                   if c.scope == "kernel" and _wanted(opts, n) and c.judges(model) and n != "dataflow"]
+        return _report(model, results, 0, "enumerated", [], time.perf_counter() - t0)
     per_block = rows_per_block(model)
     if per_block * BYTES_PER_ROW > MAX_CHUNK_BYTES:
         raise WorkTooLarge(f"one CTA makes {per_block} accesses over all stages; its tables and checks need about "

@@ -1,0 +1,237 @@
+"""A spec's ``pipeline:`` bound to one size environment: the protocol the explorer runs
+(:class:`threadmap.pipeline.Protocol`), the K-loop's trip count, and the TMA copies built as
+CuTe builds them, with the rules each breaks and, for a shared buffer below its swizzle's
+alignment, what a tile-relative reader of it gets wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import threadmap.layout as L
+from threadmap.errors import SpecError, ThreadmapError
+from threadmap.pipeline import Block, Op, Protocol, Role
+from threadmap.spec.expr import parse_expr
+from threadmap.spec.schema import BarrierArgs, BufferArgs, PipelineBlock, PipelineOp, PipelineSpec
+
+Fail = Callable[[Sequence[Any], str], SpecError]
+#: the named barrier every role takes part in (``__syncthreads``)
+SYNCTHREADS = "__syncthreads"
+
+
+@dataclass(frozen=True)
+class TmaModel:
+    """One TMA copy of the pipeline: the copy (descriptor, violations), its buffers, the bytes
+    one issue moves per CTA, the shared alignment its swizzle needs, and -- when the buffer is
+    only aligned to less -- the tile elements a tile-relative reader gets wrong (count,
+    witnesses) with the tile placed that far off the boundary."""
+
+    name: str
+    copy: L.TmaCopy
+    gmem: str
+    smem: str
+    nbytes: int
+    required_align: int
+    smem_align: int
+    misplaced: tuple[int, list[dict[str, Any]]] | None
+    path: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class PipelineModel:
+    """The bound pipeline: its protocol, trip count, TMA copies, and where it is in the spec."""
+
+    protocol: Protocol
+    iterations: int
+    tma: dict[str, TmaModel] = field(default_factory=dict)
+    #: sizes the protocol depends on besides through the trip count (a proof over sizes needs none)
+    size_dependent: tuple[str, ...] = ()
+    #: the trip count's expression
+    iterations_expr: str | int = 0
+    path: tuple[Any, ...] = ("pipeline",)
+
+
+def required_alignment(mode: int) -> int:
+    """Bytes a TMA destination's start must be aligned to for the swizzle ``mode``
+    (``cutlass::detail::alignment_for_swizzle``: ``2^(B+M+S)`` of ``Swizzle<B,4,3>`` on bytes:
+    256, 512, 1024 for the 32, 64, 128-byte swizzles; 128 unswizzled, what
+    ``cp.async.bulk.tensor`` asks of a shared address)."""
+    return 128 if mode == 0 else 1 << (mode + 7)
+
+
+def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[str, Any], elements: Mapping[str, str],
+                  threads: int, fail: Fail, by_address: frozenset[str] = frozenset()) -> PipelineModel:
+    """``spec`` bound to ``env``; ``tensors`` are the kernel's :class:`~threadmap.model.kernel.TensorModel`
+    by name, ``elements`` their element types, ``by_address`` the shared tensors whose readers
+    swizzle addresses (not tile offsets); ``fail(path, message)`` makes the located error of a
+    bad spec."""
+    base = ("pipeline",)
+
+    def ev(x: Any, path: Sequence[Any]) -> int:
+        try:
+            return int(parse_expr(x).eval(env))
+        except (SpecError, ValueError) as ex:
+            raise fail(path, str(ex)) from None
+
+    used: set[str] = set()
+
+    def deps(x: Any) -> None:
+        try:
+            used.update(n for n in parse_expr(x).names() if n in env)
+        except SpecError:
+            pass  # ev() reports the bad expression where it is evaluated
+
+    iterations = ev(spec.iterations, (*base, "iterations"))
+    if iterations < 0:
+        raise fail((*base, "iterations"), f"the K-loop's trip count is {iterations}, below 0")
+    for i, name in enumerate(spec.buffers):
+        t = tensors.get(name)
+        if t is None or t.memory != "shared":
+            raise fail((*base, "buffers", i), f"{name!r} is not a shared tensor of this spec")
+    buffers = {name: (_stage_bytes(tensors[name]), 0) for name in spec.buffers}
+    barriers: dict[str, int] = {}
+    for name, n in spec.barriers.items():
+        deps(n)
+        barriers[name] = ev(n, (*base, "barriers", name))
+        if barriers[name] < 1:
+            raise fail((*base, "barriers", name), f"an mbarrier expects at least one arrival per phase, got "
+                                                  f"{barriers[name]}")
+    tma = {name: _tma(name, spec, t, tensors, elements, by_address, (*base, "tma", name), ev, fail)
+           for name, t in spec.tma.items()}
+    syncs = {name: tuple(roles) for name, roles in spec.syncs.items()}
+    for name, roles in spec.syncs.items():
+        for i, r in enumerate(roles):
+            if r not in spec.roles:
+                raise fail((*base, "syncs", name, i), f"{r!r} is not a role of the pipeline")
+    warps = -(-threads // 32)
+    out_roles = []
+    for rname, role in spec.roles.items():
+        rpath = (*base, "roles", rname)
+        if role.warps[1] >= warps:
+            raise fail((*rpath, "warps"), f"warp {role.warps[1]} is beyond the CTA's {warps} warps")
+        blocks = []
+        trip_seen = False
+        for bi, blk in enumerate(role.program):
+            bpath = (*rpath, "program", bi)
+            if blk.after_loop and not trip_seen:
+                raise fail((*bpath, "after_loop"), "a block after the K-loop follows a block with loop: iterations")
+            ops = tuple(_op(item, (*bpath, "ops", oi), spec, tma, barriers, syncs, ev, fail, deps)
+                        for oi, item in enumerate(blk.ops))
+            blocks.append(_block(blk, ops))
+            trip_seen |= blk.loop == "iterations"
+        out_roles.append(Role(rname, role.warps[0], role.warps[1], tuple(blocks), role.start_phase, role.start_stage,
+                              rpath))
+    syncs.setdefault(SYNCTHREADS, tuple(spec.roles))
+    protocol = Protocol(spec.stages, tuple(out_roles), barriers, buffers, syncs, spec.cluster,
+                        {n: t.nbytes for n, t in tma.items()}, base)
+    return PipelineModel(protocol, iterations, tma, tuple(sorted(used)), spec.iterations)
+
+
+def _stage_bytes(t: Any) -> int:
+    """Bytes of one stage of a shared buffer: its tile's cosize, rounded up to its alignment
+    (where stage ``s + 1`` starts)."""
+    n = int(L.cosize(t.layout)) * t.elem_bytes
+    return -(-n // t.align) * t.align
+
+
+def _buffers(x: str | list[str] | BufferArgs) -> tuple[tuple[str, ...], int]:
+    if isinstance(x, BufferArgs):
+        b = x.buffers
+        return ((b,) if isinstance(b, str) else tuple(b)), x.ahead
+    return ((x,) if isinstance(x, str) else tuple(x)), 0
+
+
+def _block(blk: PipelineBlock, ops: tuple[Op, ...]) -> Block:
+    if blk.loop == "iterations":
+        return Block(ops, 1, blk.first, trip=True, from_end=blk.after_loop)
+    return Block(ops, blk.loop, blk.first, from_end=blk.after_loop)
+
+
+def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, TmaModel], barriers: Mapping[str, int],
+        syncs: Mapping[str, tuple[str, ...]], ev: Callable[[Any, Sequence[Any]], int], fail: Fail,
+        deps: Callable[[Any], None]) -> Op:
+    if isinstance(item, str):
+        if item == "syncthreads":
+            return Op("sync", sync=SYNCTHREADS, where=path)
+        return Op(item, where=path)  # type: ignore[arg-type]
+    assert isinstance(item, PipelineOp)
+    kind = next(k for k in type(item).model_fields if getattr(item, k) is not None)
+    v = getattr(item, kind)
+    p = (*path, kind)
+
+    def barrier(name: str, at: Sequence[Any]) -> str:
+        if name not in barriers:
+            raise fail(at, f"{name!r} is not a barrier of pipeline.barriers ({', '.join(barriers) or 'none'})")
+        return name
+
+    if kind in ("wait", "arrive", "arrive_expect_tx", "expect_tx"):
+        args = v if isinstance(v, BarrierArgs) else BarrierArgs(barrier=v)
+        bpath = p if isinstance(v, str) else (*p, "barrier")
+        count = 0 if kind == "arrive" else 1   # 0: every thread of the role
+        if args.count is not None:
+            deps(args.count)
+            count = ev(args.count, (*p, "count"))
+            if count < 1:
+                raise fail((*p, "count"), f"an arrive counts at least one arrival, got {count}")
+        nbytes = 0
+        if kind in ("arrive_expect_tx", "expect_tx"):
+            if args.bytes is None:
+                raise fail(p, f"{kind} needs bytes (the transaction count)")
+            deps(args.bytes)
+            nbytes = ev(args.bytes, (*p, "bytes"))
+        elif args.bytes is not None:
+            raise fail((*p, "bytes"), f"{kind} takes no bytes")
+        return Op(kind, barrier=barrier(args.barrier, bpath), count=count, nbytes=nbytes, ahead=args.ahead,
+                  ctas=args.ctas, where=path)
+    if kind == "tma":
+        if v.copy_ not in tma:
+            raise fail((*p, "copy"), f"{v.copy_!r} is not a copy of pipeline.tma ({', '.join(tma) or 'none'})")
+        t = tma[v.copy_]
+        return Op("tma", barrier=barrier(v.barrier, (*p, "barrier")), buffers=(t.smem,), nbytes=t.nbytes,
+                  ahead=v.ahead, multicast=v.multicast, copy=v.copy_, where=path)
+    if kind in ("wait_group", "wait_mma", "tma_store_wait"):
+        return Op(kind, n=int(v), where=path)
+    if kind == "sync":
+        if v not in syncs:
+            raise fail(p, f"{v!r} is not a named barrier of pipeline.syncs ({', '.join(syncs) or 'none'}); "
+                          "'syncthreads' is every role")
+        return Op("sync", sync=v, where=path)
+    bufs, ahead = _buffers(v)
+    for i, b in enumerate(bufs):
+        if b not in spec.buffers:
+            raise fail((*p, i) if not isinstance(v, str) else p,
+                       f"{b!r} is not a buffer of pipeline.buffers ({', '.join(spec.buffers)})")
+    return Op(kind, buffers=bufs, ahead=ahead, where=path)
+
+
+def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elements: Mapping[str, str],
+         by_address: frozenset[str], path: tuple[Any, ...], ev: Callable[[Any, Sequence[Any]], int],
+         fail: Fail) -> TmaModel:
+    store = t.op == "SM90_TMA_STORE"
+    gname, sname = (t.dst, t.src) if store else (t.src, t.dst)
+    g, s = tensors.get(gname), tensors.get(sname)
+    if g is None or g.memory != "global":
+        raise fail((*path, "dst" if store else "src"), f"{gname!r} is not a global tensor of this spec")
+    if s is None or s.memory != "shared" or sname not in spec.buffers:
+        raise fail((*path, "src" if store else "dst"), f"{sname!r} is not a shared buffer of pipeline.buffers")
+    if g.elem_bits != s.elem_bits:
+        raise fail(path, f"{gname} has {g.elem_bits}-bit elements, {sname} {s.elem_bits}-bit: a TMA copy does not convert")
+    tile = None if t.tile is None else tuple(ev(x, (*path, "tile", i)) for i, x in enumerate(t.tile))
+    try:
+        copy = L.make_tma_copy(t.op, g.layout, s.layout, tile, t.multicast, elem_bits=g.elem_bits,
+                               data_type=elements[gname],
+                               address=g.base, arch=spec.arch)
+    except (ThreadmapError, ValueError, ArithmeticError) as ex:
+        raise fail(path, f"make_tma_copy: {ex}") from None
+    nbytes = int(L.size(s.layout)) * s.elem_bytes // t.multicast
+    need = required_alignment(copy.desc.swizzle)
+    misplaced = None
+    # readers that swizzle addresses agree with TMA wherever the tile lies; tile-relative ones
+    # only on a tile aligned to the swizzle's period
+    if s.align < need and copy.desc.swizzle and sname not in by_address:
+        origin = (0,) * len(g.shape)
+        misplaced = L.tma_tile_mismatches(copy, origin, smem_base=s.align, limit=4)
+    return TmaModel(name, copy, gname, sname, nbytes, need, s.align if sname not in by_address else need, misplaced,
+                    path)
+

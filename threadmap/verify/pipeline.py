@@ -1,0 +1,139 @@
+"""Pipeline: the asynchronous layer of a kernel (cp.async groups, TMA copies, mbarriers,
+warp-specialised roles) is safe.
+
+Definition.  The spec's ``pipeline:`` bound to the sizes is a protocol
+(:mod:`threadmap.model.pipeline`); :func:`threadmap.pipeline.explore` runs it under every
+interleaving of its roles and every completion time of its copies and reports each hazard
+with a witness (stage, round, role and warps, shared address, the events before it).  Each
+TMA copy is built as ``make_tma_copy`` builds it: every rule its descriptor breaks is a
+finding (``tma_descriptor``: the header's or the driver's rule and when it bites), and a
+swizzled destination aligned to less than its swizzle needs is a finding
+(``tma_smem_alignment``) with the tile elements a tile-relative reader gets wrong: TMA
+swizzles absolute shared-address bits.
+
+The trip count: at most :data:`CONCRETE_TRIPS` trips are explored as given; beyond, every
+trip count at once (the explorer's unknown-count search, whose witnesses name their count):
+a finding at any count fails the check, and its witness says which.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from threadmap.model import KernelModel, SideModel
+from threadmap.model.pipeline import PipelineModel
+from threadmap.pipeline import Exploration, PipelineFinding, explore
+from threadmap.report.model import CheckResult, Finding, PipelineSummary
+from threadmap.verify.check import Accumulator, Check, register
+
+#: trip counts up to this many periods of the ring (2 x stages) are explored as given
+CONCRETE_PERIODS = 2
+MAX_STATES = 1_000_000
+
+
+def tma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
+    """The TMA copies' broken rules and misaligned destinations, located at their spec paths
+    (``where(path)`` -> ``FILE:LINE:COL``)."""
+    out = []
+    for t in pipe.tma.values():
+        for v in t.copy.violations:
+            out.append(Finding(check="pipeline", kind="tma_descriptor",
+                               witness={"copy": t.name, "rule": v.rule, "when": v.when, "detail": v.detail,
+                                        "at": where(t.path)},
+                               message=f"{where(t.path)}: TMA copy {t.name!r}: {v.rule} -- {v.detail} (fails "
+                                       f"{v.when})"))
+        if t.misplaced is not None or t.smem_align < t.required_align:
+            bad, wit = t.misplaced if t.misplaced is not None else (0, [])
+            out.append(Finding(check="pipeline", kind="tma_smem_alignment",
+                               witness={"copy": t.name, "buffer": t.smem, "align": t.smem_align,
+                                        "required": t.required_align, "wrong_elements": bad,
+                                        "examples": wit, "at": where(t.path)},
+                               message=f"{where(t.path)}: TMA copy {t.name!r} writes {t.smem}, aligned to "
+                                       f"{t.smem_align} bytes, with a swizzle that needs {t.required_align} "
+                                       f"(alignment_for_swizzle): TMA swizzles absolute address bits, so a tile "
+                                       f"{t.smem_align} bytes off the boundary lands permuted and "
+                                       f"{bad} of its elements differ from what the tile-relative layout reads"
+                                       + (f" (e.g. tile {wit[0]['tile_coordinate']} at byte {wit[0]['shared_byte']})"
+                                          if wit else "")))
+    return out
+
+
+def protocol_findings(pipe: PipelineModel, where: Any, e: Exploration) -> list[Finding]:
+    return [_finding(f, where) for f in e.findings]
+
+
+def _finding(f: PipelineFinding, where: Any) -> Finding:
+    at = where(f.where) if f.where else None
+    return Finding(check="pipeline", kind=f.kind, witness={**f.witness, **({"at": at} if at else {})},
+                   message=(f"{at}: " if at else "") + f.message
+                   + (f" [trip count {f.witness['iterations']}]" if "iterations" in f.witness else ""))
+
+
+def explore_model(pipe: PipelineModel) -> tuple[Exploration, str]:
+    """The exploration ``verify`` runs: the trip count as given when small, else every count."""
+    p = pipe.protocol
+    lag = max((abs(o.ahead) for r in p.roles for b in r.blocks for o in b.ops), default=0)
+    if pipe.iterations <= CONCRETE_PERIODS * 2 * p.stages + lag + 2:
+        return explore(p, pipe.iterations, max_states=MAX_STATES), str(pipe.iterations)
+    return explore(p, None, max_states=MAX_STATES), "every trip count >= 1"
+
+
+def check_pipeline(model: KernelModel) -> CheckResult:
+    """The pipeline check's result for ``model`` (which has a pipeline)."""
+    pipe = model.pipeline
+    assert pipe is not None
+    e, trips = explore_model(pipe)
+    findings = tma_findings(pipe, model.where) + protocol_findings(pipe, model.where, e)
+    by_kind: dict[str, int] = {}
+    for f in findings:
+        by_kind[f.kind] = by_kind.get(f.kind, 0) + 1
+    tma = [{"copy": t.name, "op": t.copy.op, "data_type": t.copy.desc.data_type, "rank": t.copy.desc.rank,
+            "global_dim": list(t.copy.desc.global_dim), "global_strides": list(t.copy.desc.global_strides),
+            "box_dim": list(t.copy.desc.box_dim), "element_strides": list(t.copy.desc.element_strides),
+            "interleave": t.copy.desc.interleave, "swizzle": t.copy.desc.swizzle, "oob_fill": t.copy.desc.oob_fill,
+            "bytes_per_issue": t.nbytes} for t in pipe.tma.values()]
+    summary = PipelineSummary(stages=pipe.protocol.stages, roles=[r.name for r in pipe.protocol.roles],
+                              iterations=pipe.iterations, trip_counts=trips, states=e.states,
+                              finished_runs=e.finished_runs, truncated=e.truncated, tma=tma, by_kind=by_kind)
+    res = CheckResult(check="pipeline", stage=None, side=None, status="PASS", summary=summary)
+    for f in findings:
+        res.add(f)
+    if findings or e.truncated:
+        res.fail()
+    return res
+
+
+class _PipelineAccumulator(Accumulator):
+    """The pipeline does not depend on the access tables: the result is the exploration's."""
+
+    def __init__(self, model: KernelModel) -> None:
+        self.model = model
+
+    def add(self, table: Any, weights: np.ndarray) -> None:
+        return None
+
+    def result(self) -> CheckResult:
+        return check_pipeline(self.model)
+
+
+def pipeline_definition(model: KernelModel) -> CheckResult:
+    """The definition is the exploration itself (see the module docstring)."""
+    return check_pipeline(model)
+
+
+@register
+class PipelineCheck(Check):
+    name = "pipeline"
+    definition = staticmethod(pipeline_definition)
+    per_block = False
+
+    def judges(self, model: KernelModel) -> bool:
+        return model.pipeline is not None
+
+    def applies(self, side: SideModel) -> bool:
+        return False
+
+    def accumulator(self, model: KernelModel, side: SideModel | None) -> Accumulator:
+        return _PipelineAccumulator(model)
