@@ -24,7 +24,7 @@ import numpy as np
 
 from threadmap.model import KernelModel, SideModel
 from threadmap.model.pipeline import PipelineModel
-from threadmap.pipeline import Exploration, PipelineFinding, explore
+from threadmap.pipeline import Exploration, PipelineFinding, Protocol, explore
 from threadmap.report.model import CheckResult, Finding, PipelineSummary
 from threadmap.verify.check import Accumulator, Check, register
 
@@ -76,8 +76,28 @@ def explore_model(pipe: PipelineModel) -> tuple[Exploration, str]:
     p = pipe.protocol
     lag = max((abs(o.ahead) for r in p.roles for b in r.blocks for o in b.ops), default=0)
     if pipe.iterations <= CONCRETE_PERIODS * 2 * p.stages + lag + 2:
-        return explore(p, pipe.iterations, max_states=MAX_STATES), str(pipe.iterations)
-    return explore(p, None, max_states=MAX_STATES), "every trip count >= 1"
+        return _explored(p, pipe.iterations), str(pipe.iterations)
+    return _explored(p, None), "every trip count >= 1"
+
+
+_EXPLORED: dict[tuple[str, int | None], Exploration] = {}
+
+
+def forget_explorations() -> None:
+    """Drop the explorations kept for later runs (benchmarks time a cold run with it)."""
+    _EXPLORED.clear()
+
+
+def _explored(p: Protocol, k: int | None) -> Exploration:
+    # a protocol does not depend on the sizes but through k: the size environments of one spec,
+    # and the default and exhaustive runs of it, share one exploration (keyed by the protocol's
+    # repr: its fields are plain values)
+    key = (repr(p), k)
+    if key not in _EXPLORED:
+        if len(_EXPLORED) >= 64:
+            _EXPLORED.pop(next(iter(_EXPLORED)))
+        _EXPLORED[key] = explore(p, k, max_states=MAX_STATES)
+    return _EXPLORED[key]
 
 
 def check_pipeline(model: KernelModel) -> CheckResult:
