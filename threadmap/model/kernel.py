@@ -28,7 +28,6 @@ import threadmap.layout as L
 from threadmap.cutlass import THREAD_MAPS
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.hardware import MAX_SHARED_BYTES
-from threadmap.model.pipeline import PipelineModel, bind_pipeline
 from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
@@ -40,6 +39,7 @@ from threadmap.model.partition import (
     thread_map_partition,
     tiled_copy_partition,
 )
+from threadmap.model.pipeline import PipelineModel, bind_pipeline
 from threadmap.spec.expr import BLOCK_NAMES, Affine, Expr, Interval, NotAffine
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.schema import ELEMENT_BITS, Copy, Side

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import threadmap.layout as L
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.pipeline import Block, Op, Protocol, Role
+from threadmap.pipeline.program import OpKind
 from threadmap.spec.expr import parse_expr
 from threadmap.spec.schema import BarrierArgs, BufferArgs, PipelineBlock, PipelineOp, PipelineSpec
 
@@ -154,7 +155,7 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
     if isinstance(item, str):
         if item == "syncthreads":
             return Op("sync", sync=SYNCTHREADS, where=path)
-        return Op(item, where=path)  # type: ignore[arg-type]
+        return Op(cast(OpKind, item), where=path)
     assert isinstance(item, PipelineOp)
     kind = next(k for k in type(item).model_fields if getattr(item, k) is not None)
     v = getattr(item, kind)
@@ -182,7 +183,8 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
             nbytes = ev(args.bytes, (*p, "bytes"))
         elif args.bytes is not None:
             raise fail((*p, "bytes"), f"{kind} takes no bytes")
-        return Op(kind, barrier=barrier(args.barrier, bpath), count=count, nbytes=nbytes, ahead=args.ahead,
+        return Op(cast(OpKind, kind), barrier=barrier(args.barrier, bpath), count=count, nbytes=nbytes,
+                  ahead=args.ahead,
                   ctas=args.ctas, where=path)
     if kind == "tma":
         if v.copy_ not in tma:
@@ -191,7 +193,7 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
         return Op("tma", barrier=barrier(v.barrier, (*p, "barrier")), buffers=(t.smem,), nbytes=t.nbytes,
                   ahead=v.ahead, multicast=v.multicast, copy=v.copy_, where=path)
     if kind in ("wait_group", "wait_mma", "tma_store_wait"):
-        return Op(kind, n=int(v), where=path)
+        return Op(cast(OpKind, kind), n=int(v), where=path)
     if kind == "sync":
         if v not in syncs:
             raise fail(p, f"{v!r} is not a named barrier of pipeline.syncs ({', '.join(syncs) or 'none'}); "
@@ -202,7 +204,7 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
         if b not in spec.buffers:
             raise fail((*p, i) if not isinstance(v, str) else p,
                        f"{b!r} is not a buffer of pipeline.buffers ({', '.join(spec.buffers)})")
-    return Op(kind, buffers=bufs, ahead=ahead, where=path)
+    return Op(cast(OpKind, kind), buffers=bufs, ahead=ahead, where=path)
 
 
 def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elements: Mapping[str, str],
@@ -216,7 +218,8 @@ def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elem
     if s is None or s.memory != "shared" or sname not in spec.buffers:
         raise fail((*path, "src" if store else "dst"), f"{sname!r} is not a shared buffer of pipeline.buffers")
     if g.elem_bits != s.elem_bits:
-        raise fail(path, f"{gname} has {g.elem_bits}-bit elements, {sname} {s.elem_bits}-bit: a TMA copy does not convert")
+        raise fail(path, f"{gname} has {g.elem_bits}-bit elements, {sname} {s.elem_bits}-bit: "
+                         "a TMA copy does not convert")
     tile = None if t.tile is None else tuple(ev(x, (*path, "tile", i)) for i, x in enumerate(t.tile))
     try:
         copy = L.make_tma_copy(t.op, g.layout, s.layout, tile, t.multicast, elem_bits=g.elem_bits,

@@ -176,7 +176,8 @@ class _State:
                                     v.retired, v.visible, v.fence, v.fenced))
                                for k, v in self.content.items()))
         return (self.kfix, self.klb, tuple(self.pc[inv[i]] for i in range(len(p))),
-                tuple(sorted(self.bars.items())), tuple(sorted(((p[r], b, st), v) for (r, b, st), v in self.obs.items())),
+                tuple(sorted(self.bars.items())),
+                tuple(sorted(((p[r], b, st), v) for (r, b, st), v in self.obs.items())),
                 content, flight, tuple((gids[o], tuple(gids[g] for g in c)) for o, c in groups),
                 tuple(self.mma[inv[i]] for i in range(len(p))), tuple(self.unfenced[inv[i]] for i in range(len(p))),
                 tuple(sorted((k, tuple(sorted(p[x] for x in v))) for k, v in self.at_sync.items())),
@@ -342,10 +343,10 @@ class _Machine:
         for (ri, bar, st), v in s.obs.items():
             key = (self.inst[ri][0], bar, st)
             low[key] = min(low[key], v)
-        for (c, _, st), v in s.content.items():
-            if v.tag is not None:
-                key = (c, v.tag[0], st)
-                low[key] = min(low[key], v.tag[1])
+        for (c, _, st), cv in s.content.items():
+            if cv.tag is not None:
+                key = (c, cv.tag[0], st)
+                low[key] = min(low[key], cv.tag[1])
         if all(v < 2 for v in low.values()):
             return
         d = {k: 2 * (v // 2) for k, v in low.items()}
@@ -443,8 +444,8 @@ class _Machine:
             local = op.kind in CHAINED or (op.kind in STAGED and j is None)
             if not local or n.pc[ri] is None:
                 break
-            parts = self.resolve(n, ri)
-            if len(parts) != 1 or not self.enabled(n, ri, n.pc[ri]):
+            npc = n.pc[ri]
+            if npc is None or len(self.resolve(n, ri)) != 1 or not self.enabled(n, ri, npc):
                 break
             s = n
             n, ev = self.step(n, ri)
@@ -498,21 +499,21 @@ class _Machine:
             ctas = range(self.p.cluster_size) if op.ctas == "all" else (c,)
             for cc in ctas:
                 key3 = (cc, op.barrier, st)
-                b = n.bars[key3]
+                mb = n.bars[key3]
                 if k == "arrive":
-                    b = b.arrive(op.count if op.count > 0 else r.threads)
+                    mb = mb.arrive(op.count if op.count > 0 else r.threads)
                     if op.count == 0:  # every thread arrives after its own reads
                         n.reading = frozenset(x for x in n.reading if x[1] != ri)
                 elif k == "arrive_expect_tx":
-                    b = b.arrive_expect_tx(op.nbytes, op.count if op.count > 0 else 1)
+                    mb = mb.arrive_expect_tx(op.nbytes, op.count if op.count > 0 else 1)
                 else:
-                    b = b.expect_tx(op.nbytes)
-                n.bars[key3] = b
-                if b.overrun:
+                    mb = mb.expect_tx(op.nbytes)
+                n.bars[key3] = mb
+                if mb.overrun:
                     raise _Found("over_arrival",
-                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-b.pending} more arrivals than "
+                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-mb.pending} more arrivals than "
                                  f"its phase expects ({self.p.barriers[op.barrier]})", op,
-                                 {**self.who(ri, j, st), "barrier": op.barrier, "phase": b.completed})
+                                 {**self.who(ri, j, st), "barrier": op.barrier, "phase": mb.completed})
         elif k == "tma":
             self.issue_tma(n, ri, op, j, st, lab)
         elif k == "cp_async":
@@ -558,9 +559,9 @@ class _Machine:
                 n.unfenced[ri] = n.unfenced[ri] | {key3}
         elif k == "fence_proxy_async":
             for key3 in n.unfenced[ri]:
-                v = n.content.get(key3)
-                if v is not None and v.kind == "gen" and v.writer == ri:
-                    n.content[key3] = replace(v, fence=True)
+                cur = n.content.get(key3)
+                if cur is not None and cur.kind == "gen" and cur.writer == ri:
+                    n.content[key3] = replace(cur, fence=True)
             n.unfenced[ri] = frozenset()
         n.pc[ri] = self.next_pc(n, r, pc)
         self.normalize(n)
@@ -608,7 +609,8 @@ class _Machine:
                              f"{lab} writes {key3[1]} stage {st} while round {t.round}'s copy into it is still landing",
                              op, {**self.who(ri, j, st, key3[1]), "landing_round": t.round})
 
-    def check_read(self, n: _State, ri: int, op: Op, j: int, st: int, buf: str, lab: str, *, asynchronous: bool) -> None:
+    def check_read(self, n: _State, ri: int, op: Op, j: int, st: int, buf: str, lab: str, *,
+                   asynchronous: bool) -> None:
         c, r = self.inst[ri]
         key3 = (c, buf, st)
         w = self.who(ri, j, st, buf)
@@ -710,8 +712,8 @@ class _Machine:
                     found.insert(0, _Found("tx_mismatch_hang",
                                   f"{self.label(ri, op, j)} never returns: {op.barrier}[{ps.index}]'s phase "
                                   f"{b.completed} has all its arrivals but its transaction count is {b.tx} bytes "
-                                  f"({'more bytes expected than delivered' if b.tx > 0 else 'more bytes delivered than expected'}): "
-                                  "the kernel hangs", op, w))
+                                  + ("(more expected than delivered)" if b.tx > 0 else "(more delivered than expected)")
+                                  + ": the kernel hangs", op, w))
                     continue
                 found.append(_Found("arrival_deadlock",
                               f"{self.label(ri, op, j)} never returns: {op.barrier}[{ps.index}]'s phase {b.completed} "

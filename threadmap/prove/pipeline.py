@@ -57,17 +57,17 @@ def pipeline_property(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel,
         text = loaded.spec.tensors[t.gmem].layout
         try:
             extents, strides = layout_monomials(text, names)
-        except Unsupported as e:
-            return done("UNKNOWN", f"TMA copy {t.name!r}: {e}")
+        except Unsupported as err:
+            return done("UNKNOWN", f"TMA copy {t.name!r}: {err}")
         if strides is None:
             return done("UNKNOWN", f"TMA copy {t.name!r}: the global layout {text!r} has nested strides")
         bad = _size_rule_counterexample(space, extents, strides, t.copy.elem_bits // 8, timeout_ms)
         if bad is not None:
-            sizes, what = bad
-            return done("REFUTED", f"TMA copy {t.name!r}: {what} at {sizes}", sizes=sizes,
+            where_sizes, what = bad
+            return done("REFUTED", f"TMA copy {t.name!r}: {what} at {where_sizes}", sizes=where_sizes,
                         findings=[Finding(check="pipeline", kind="tma_descriptor", witness={"copy": t.name,
-                                                                                            "sizes": sizes},
-                                          message=f"TMA copy {t.name!r}: {what} at sizes {sizes}")])
+                                                                                            "sizes": where_sizes},
+                                          message=f"TMA copy {t.name!r}: {what} at sizes {where_sizes}")])
     trip = _trip_range(space, str(pipe.iterations_expr), timeout_ms)
     if trip is None:
         return done("UNKNOWN", f"the trip count {pipe.iterations_expr!r} has no bounds z3 could find")

@@ -43,7 +43,6 @@ import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.model import KernelModel, build_model
 from threadmap.prove.access import access_properties
-from threadmap.prove.pipeline import pipeline_property
 from threadmap.prove.encode import (
     Monomial,
     SizeClass,
@@ -53,6 +52,7 @@ from threadmap.prove.encode import (
     layout_monomials,
     size_classes,
 )
+from threadmap.prove.pipeline import pipeline_property
 from threadmap.prove.tiles import TileKinds
 from threadmap.report.model import Finding, PropertyResult, ProveReport, ProveRun, SpecErrorEntry
 from threadmap.spec.expr import BLOCK_NAMES

@@ -94,7 +94,8 @@ def headline(r: CheckResult) -> str:
                         f"{t['bytes_per_issue']} B" for t in s.tma)
         kinds = ", ".join(f"{k} {v}" for k, v in s.by_kind.items())
         return (f"{s.stages} stages, roles {', '.join(s.roles)}; trip counts: {s.trip_counts}; {s.states} states"
-                + (" (cut short)" if s.truncated else "") + (f"; {tma}" if tma else "") + (f"; {kinds}" if kinds else ""))
+                + (" (cut short)" if s.truncated else "") + (f"; {tma}" if tma else "")
+                + (f"; {kinds}" if kinds else ""))
     return s.reason if s.check == "skip" else ""
 
 
