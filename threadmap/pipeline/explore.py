@@ -588,21 +588,20 @@ class _Machine:
         n.ntid += 1
 
     def check_refill(self, n: _State, ri: int, op: Op, j: int, st: int, key3: tuple[int, str, int], lab: str) -> None:
-        for k2, rj, rr in n.reading:
-            if k2 == key3 and rr != j:
+        # who still reads the stage: threads of a role before its next barrier, or an mma or TMA
+        # store not yet waited for
+        readers = [(rj, rr, "its threads may still read it (no barrier since their reads: a missing "
+                    "__syncthreads, a release too early, or one stage too few)")
+                   for k2, rj, rr in n.reading if k2 == key3]
+        readers += [(rj, rr, "it still reads it asynchronously (its mma or TMA store has not been waited for: a "
+                     "release too early, or one stage too few)")
+                    for rj, batches in enumerate(n.mma) for batch in batches for k2, rr in batch[1] if k2 == key3]
+        for rj, rr, why in readers:
+            if rr != j:
                 raise _Found("refill_while_read",
-                             f"{lab} overwrites {key3[1]} stage {st} while threads of {self.inst[rj][1].name} may "
-                             f"still read round {rr} there (no barrier since their reads: a missing __syncthreads, "
-                             "a release too early, or one stage too few)", op,
+                             f"{lab} overwrites {key3[1]} stage {st} while {self.inst[rj][1].name} reads round {rr} "
+                             f"there: {why}", op,
                              {**self.who(ri, j, st, key3[1]), "reader": self.who(rj, rr, st, key3[1])})
-        for rj, batches in enumerate(n.mma):
-            for k2, rr in (x for batch in batches for x in batch[1]):
-                if k2 == key3 and rr != j:
-                    raise _Found("refill_while_read",
-                                 f"{lab} overwrites {key3[1]} stage {st} while {self.inst[rj][1].name} still reads "
-                                 f"round {rr} there asynchronously (its mma or TMA store has not been waited for: a "
-                                 "release too early, or one stage too few)", op,
-                                 {**self.who(ri, j, st, key3[1]), "reader": self.who(rj, rr, st, key3[1])})
         for t in n.flight:
             if key3 in t.targets and t.round != j:
                 raise _Found("refill_while_read",

@@ -4,11 +4,7 @@
 set -uo pipefail
 OUT=${1:?OUT_DIR}
 mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD && export THREADMAP_CUTLASS_INCLUDE=/tmp/site/cutlass_library/source/include
-fi
-inc=${THREADMAP_CUTLASS_INCLUDE:-$(python3 -c "import cutlass_library,os;print(os.path.join(os.path.dirname(cutlass_library.__file__),'source','include'))")}
+. tools/gpu/site.sh
 nvcc -O2 -std=c++17 -arch=sm_90a -I"$inc" tools/gpu/tma/tma_image.cu -lcuda -o "$OUT/tma_image" > "$OUT/build.txt" 2>&1 || exit 1
 python3 tools/gpu/tma/cases.py > "$OUT/cases.txt" || exit 1
 "$OUT/tma_image" "$OUT/cases.txt" "$OUT/dump.bin" "$OUT/stores.txt" > "$OUT/run.txt" 2>&1 \
