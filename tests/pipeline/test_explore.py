@@ -28,6 +28,12 @@ def test_init_arrivals_and_the_expected_bytes_complete_exactly_one_phase(n: int,
     assert (b.completed, b.pending, b.tx) == (1, n, 0)
 
 
+@given(st.integers(1, 300), st.integers(1, 5))
+def test_more_arrivals_than_a_phase_expects_are_an_overrun(n: int, extra: int) -> None:
+    assert Mbarrier(n).arrive(n + extra).overrun and Mbarrier(n).arrive(n + extra).pending == -extra
+    assert not Mbarrier(n).arrive(n).overrun
+
+
 @given(st.integers(1, 8), st.integers(0, 7), st.integers(0, 1))
 def test_a_parity_wait_passes_for_exactly_one_parity(n: int, phases: int, p: int) -> None:
     b = Mbarrier(n)

@@ -18,11 +18,11 @@ class Mbarrier:
 
     init: int
     completed: int = 0
-    pending: int = -1
+    pending: int | None = None   # None: the phase's initial count, ``init``
     tx: int = 0
 
     def __post_init__(self) -> None:
-        if self.pending == -1:
+        if self.pending is None:
             object.__setattr__(self, "pending", self.init)
 
     def _settle(self) -> Mbarrier:
@@ -34,6 +34,7 @@ class Mbarrier:
     def arrive(self, count: int = 1) -> Mbarrier:
         """``mbarrier.arrive``: ``count`` arrivals on the current phase.  Law: with ``tx == 0``,
         ``init`` arrivals complete exactly one phase."""
+        assert self.pending is not None
         return replace(self, pending=self.pending - count)._settle()
 
     def expect_tx(self, nbytes: int) -> Mbarrier:
@@ -52,7 +53,7 @@ class Mbarrier:
     @property
     def overrun(self) -> bool:
         """More arrivals than the phase expects (undefined behaviour in PTX)."""
-        return self.pending < 0
+        return self.pending is not None and self.pending < 0
 
 
 def try_wait_parity(bar: Mbarrier, parity: int) -> bool:

@@ -52,6 +52,9 @@ from threadmap.pipeline.sm90_pipeline import PipelineState
 KINDS = ("read_before_landed", "refill_while_read", "missing_proxy_fence", "tx_mismatch_hang", "arrival_deadlock",
          "sync_deadlock", "over_arrival", "multicast_outside_cluster")
 TRACE = 12  # events kept before a finding
+#: periods of the ring two roles may drift apart in the every-count search before the state is
+#: not explored further (a correct pipeline keeps its roles within one period plus its lag)
+MAX_SPREAD = 3
 #: operations after which the role's next one is taken in the same step: they change only the
 #: role's own state or add and retire its own reads, which enable or disable no other step and
 #: can only make another step's check find more if that step is taken before them (see run())
@@ -80,6 +83,9 @@ class Exploration:
     findings: list[PipelineFinding] = field(default_factory=list)
     truncated: bool = False
     finished_runs: int = 0
+    #: states not explored because the roles drifted apart by more than :data:`MAX_SPREAD`
+    #: periods (decoupled: the protocol already failed to hold them together)
+    pruned: int = 0
     seconds: float = 0.0
 
     @property
@@ -511,7 +517,7 @@ class _Machine:
                 n.bars[key3] = mb
                 if mb.overrun:
                     raise _Found("over_arrival",
-                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-mb.pending} more arrivals than "
+                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-(mb.pending or 0)} more arrivals than "
                                  f"its phase expects ({self.p.barriers[op.barrier]})", op,
                                  {**self.who(ri, j, st), "barrier": op.barrier, "phase": mb.completed})
         elif k == "tma":
@@ -733,7 +739,7 @@ class _Machine:
         return _Found("arrival_deadlock", f"{self.label(ri, op, j)} can never run", op, self.who(ri))
 
 
-def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, max_states: int = 1_000_000,
+def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, max_states: int = 300_000,
             kinds: tuple[str, ...] = KINDS) -> Exploration:
     """Every reachable state of ``protocol`` with a K-loop of ``iterations`` trips (module
     docstring), or with ``iterations=None`` of every trip count >= 1 at once: the count stays
@@ -755,7 +761,10 @@ def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, ma
     stack: list[tuple[_State, list[tuple[str, Any, _State]], int, str]] = [(s0, m.moves(s0), 0, "start")]
 
     def trace() -> list[str]:
-        return [fr[3] for fr in stack[1:]]
+        return [fr[3] for fr in stack[max(1, len(stack) - TRACE):]]
+
+    bound = MAX_SPREAD * m.period + max((abs(o.ahead) for r in protocol.roles for b in r.blocks for o in b.ops),
+                                        default=0)
 
     while stack:
         s, mv, i, ev0 = stack[-1]
@@ -781,8 +790,14 @@ def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, ma
         if len(seen) > max_states:
             out.truncated = True
             break
+        pos = [x for x in (m.position(n, ri) for ri in range(len(m.inst))) if x is not None]
+        if iterations is None and pos and max(pos) - min(pos) > bound:
+            out.pruned += 1  # roles this far apart are no longer held together by the protocol
+            continue
         stack.append((n, m.moves(n), 0, ev))
     out.states = len(seen)
+    if out.pruned and not found:
+        out.truncated = True  # nothing found, but not everything was explored
     out.findings = [f for f in found.values() if f.kind in kinds]
     out.seconds = time.process_time() - t0
     return out

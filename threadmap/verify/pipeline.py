@@ -30,7 +30,7 @@ from threadmap.verify.check import Accumulator, Check, register
 
 #: trip counts up to this many periods of the ring (2 x stages) are explored as given
 CONCRETE_PERIODS = 2
-MAX_STATES = 1_000_000
+MAX_STATES = 300_000
 
 
 def tma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
