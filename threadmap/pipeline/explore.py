@@ -517,8 +517,8 @@ class _Machine:
                 n.bars[key3] = mb
                 if mb.overrun:
                     raise _Found("over_arrival",
-                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-(mb.pending or 0)} more arrivals than "
-                                 f"its phase expects ({self.p.barriers[op.barrier]})", op,
+                                 f"{lab}: barrier {op.barrier}[{st}] of CTA {cc} gets {-(mb.pending or 0)} more "
+                                 f"arrivals than its phase expects ({self.p.barriers[op.barrier]})", op,
                                  {**self.who(ri, j, st), "barrier": op.barrier, "phase": mb.completed})
         elif k == "tma":
             self.issue_tma(n, ri, op, j, st, lab)
