@@ -3,7 +3,7 @@
     python benchmarks/bench_pipeline.py
 
 1. ``verify`` in the default mode at M = N = 8192, K = 4096 of the SM90 mainloop's tile shape with
-   synchronous copies (``benchmarks/specs/sm90_tile_synchronous.yaml``) and of the same spec with
+   synchronous copies (``benchmarks/tiles/sm90_tile_synchronous.yaml``) and of the same spec with
    the TMA warp-specialised pipeline added (``sm90_tile_pipelined.yaml``): CPU seconds (median
    of 5) and the peak of Python's allocations (tracemalloc), and their ratio.
 2. ``verify`` of each spec of ``specs/pipeline/`` and its planted bugs: CPU seconds and the
@@ -55,10 +55,10 @@ def timed(path: Path, repeat: int = 5, cold: bool = True) -> tuple[float, float,
 
 
 def main() -> None:
-    verify_spec(HERE / "specs" / "sm90_tile_synchronous.yaml")  # warm the imports and the partition memo
-    base_t, base_m, _ = timed(HERE / "specs" / "sm90_tile_synchronous.yaml")
-    pipe_t, pipe_m, runs = timed(HERE / "specs" / "sm90_tile_pipelined.yaml")
-    warm_t, _, _ = timed(HERE / "specs" / "sm90_tile_pipelined.yaml", cold=False)
+    verify_spec(HERE / "tiles" / "sm90_tile_synchronous.yaml")  # warm the imports and the partition memo
+    base_t, base_m, _ = timed(HERE / "tiles" / "sm90_tile_synchronous.yaml")
+    pipe_t, pipe_m, runs = timed(HERE / "tiles" / "sm90_tile_pipelined.yaml")
+    warm_t, _, _ = timed(HERE / "tiles" / "sm90_tile_pipelined.yaml", cold=False)
     states = next(r.summary.states for r in runs[0].results if r.check == "pipeline")
     print("verify, default mode, M = N = 8192, K = 4096 (median of 5, CPU s; peak allocations)")
     print(f"  synchronous copies                  {base_t:7.3f} s  {base_m:7.1f} MiB")

@@ -288,7 +288,7 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
          warp: int = 0, step: int = 0, svg: bool = False) -> ShowResult:
     """Draw each stage's tiles like CuTe's print_layout (thread/value per cell) and the bank or
     sector map of one warp instruction."""
-    from threadmap.render import access_map, page_svg, tile_grid
+    from threadmap.render import access_map, page_svg, pipeline_svg, pipeline_text, tile_grid
 
     envs = models(spec, sizes)
     model = envs[0]
@@ -321,7 +321,12 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
             parts.append(access_map(t, block, step=step, warp=warp))
             if t.side == "dst" and "ldgsts_src" in t.meta and ldgsts_rule(cp.dst):
                 parts.append(_ldgsts_line(t, t.meta["ldgsts_src"], cp.dst, warp, step))
-    return ShowResult("\n".join(parts), page_svg(tables, block) if svg else None, tables, tuple(warnings))
+    if model.pipeline is not None:
+        parts.append(pipeline_text(model.pipeline.protocol))
+    picture = None
+    if svg:
+        picture = page_svg(tables, block) if tables or model.pipeline is None else pipeline_svg(model.pipeline.protocol)
+    return ShowResult("\n".join(parts), picture, tables, tuple(warnings))
 
 
 def _ldgsts_line(t: AccessTable, src: AccessTable, side: Any, warp: int, step: int) -> str:

@@ -93,7 +93,10 @@ def library(build: Build) -> list[Probed]:
 
 def test_every_library_stage_matches_the_real_templates(library: list[Probed]) -> None:
     specs = {p.path for p in library}
-    assert len(specs) == len(spec_files([ROOT / "specs"])) and len(library) >= 100
+    # every spec with a copy stage is probed (a pipeline alone has none: its protocol is confirmed
+    # by tools/gpu/pipeline, tests/pipeline/test_pipeline_h200.py)
+    staged = [f for f in spec_files([ROOT / "specs"]) if "\nstages:" in f.read_text()]
+    assert len(specs) == len(staged) and len(library) >= 100
     bad = []
     rows = 0
     for p in library:

@@ -50,8 +50,8 @@ def test_planted_one_residue_bug_is_refuted_and_hides_from_the_samples() -> None
 def test_a_transpose_is_proved_for_every_size() -> None:
     run = prove([RANGES / "row_smem_swizzled.yaml"], timeout_s=300).runs[0]
     assert {k: p.status for k, p in props(run).items()} == dict.fromkeys(
-        ("grid", "coverage", "predicates", "dataflow", "bank_conflicts", "vectorize", "coalescing", "aliasing"),
-        "PROVED")
+        ("grid", "coverage", "predicates", "dataflow", "bank_conflicts", "vectorize", "coalescing", "aliasing",
+         "pipeline"), "PROVED")
     # 16 x 16 tiles: N mod 16 and M mod 16 are the classes (the grid is always ceil_div)
     assert props(run)["coverage"].classes == 256
     # warp w loads rows 2w, 2w + 1 of its tile, 16 floats (64 B) each, at byte

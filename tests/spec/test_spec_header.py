@@ -31,6 +31,9 @@ CASES = re.findall(r'^\s*\{"([a-z_0-9/]+\.yaml)"', SOURCE.read_text(), flags=re.
 #: library specs the header cannot express, and why
 NOT_EXPRESSIBLE = {p.relative_to(ROOT / "specs").as_posix(): "a size range: a C++ program has one size"
                    for p in (ROOT / "specs" / "ranges").glob("*.yaml")}
+# threadmap_spec.h writes copy stages; a pipeline (roles, mbarriers, TMA copies) has no C++ writer yet
+NOT_EXPRESSIBLE.update({p.relative_to(ROOT / "specs").as_posix(): "a pipeline: threadmap_spec.h has no pipeline"
+                        for d in ("pipeline", "planted") for p in (ROOT / "specs" / d).glob("sm[89]*.yaml")})
 
 
 @pytest.fixture(scope="module")

@@ -383,8 +383,9 @@ class Spec:
         s = cls(model.name)
         s.data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
         # stages: a copy keeps its key 'copy' (the alias) and a barrier stays the word
-        s.data["stages"] = [st.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                            if isinstance(st, Copy) else st for st in model.stages]
+        if model.stages:  # a pipeline alone has none (and the file says nothing of them)
+            s.data["stages"] = [st.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                                if isinstance(st, Copy) else st for st in model.stages]
         return s
 
     @classmethod

@@ -497,6 +497,10 @@ def tma_tile_mismatches(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0,
     tile's start, as a tile-relative layout reads it) and should hold global element
     ``gmem(origin + c)`` (zero outside the tensor).  The number of tile elements that differ
     and up to ``limit`` witnesses (tile coordinate, shared byte, expected and found)."""
+    if not isinstance(t, TmaCopy):
+        raise LayoutError(f"tma_tile_mismatches: a TmaCopy (make_tma_copy's result) is expected, got {t!r}")
+    if not isinstance(origin, tuple) or not all(isinstance(x, int) for x in origin) or not isinstance(smem_base, int):
+        raise LayoutError("tma_tile_mismatches: the origin is a tuple of ints and the shared base an int")
     eb = t.elem_bits // 8
     img = tma_tile_image(t, origin, smem_base)
     gshape = t.gmem.shape if isinstance(t.gmem.shape, tuple) else (t.gmem.shape,)
