@@ -60,11 +60,17 @@ from threadmap.layout.atom.copy_traits import (
     type_bits,
 )
 from threadmap.layout.atom.copy_traits_sm90_tma import (
+    BulkCopy,
     TmaCopy,
     TmaDescriptor,
     TmaViolation,
+    alignment_for_swizzle,
+    encode_tiled_violations,
+    make_bulk_copy,
+    make_bulk_copy_auto,
     make_tma_atom,
     make_tma_copy,
+    tma_smem_violations,
     tma_tile_mismatches,
 )
 from threadmap.layout.atom.mma_atom import (
@@ -128,7 +134,8 @@ from threadmap.layout.tensor import (
 )
 
 __all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tma_atom", "make_tma_copy",
-           "tma_tile_mismatches",
+           "BulkCopy", "alignment_for_swizzle", "encode_tiled_violations", "make_bulk_copy", "make_bulk_copy_auto",
+           "tma_smem_violations", "tma_tile_mismatches",
            "Sym", "select_value", "ArithTuple", "ScaledBasis", "make_basis_like",
            "crd2idx", "idx2crd", "crd2crd", "flatten_to_tuple", "product", "product_each",
            "inner_product", "shape_div", "shape_mod", "evenly_divides", "colex_less", "safe_div",

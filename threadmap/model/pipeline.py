@@ -53,14 +53,6 @@ class PipelineModel:
     path: tuple[Any, ...] = ("pipeline",)
 
 
-def required_alignment(mode: int) -> int:
-    """Bytes a TMA destination's start must be aligned to for the swizzle ``mode``
-    (``cutlass::detail::alignment_for_swizzle``: ``2^(B+M+S)`` of ``Swizzle<B,4,3>`` on bytes:
-    256, 512, 1024 for the 32, 64, 128-byte swizzles; 128 unswizzled, what
-    ``cp.async.bulk.tensor`` asks of a shared address)."""
-    return 128 if mode == 0 else 1 << (mode + 7)
-
-
 def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[str, Any], elements: Mapping[str, str],
                   threads: int, fail: Fail, by_address: frozenset[str] = frozenset()) -> PipelineModel:
     """``spec`` bound to ``env``; ``tensors`` are the kernel's :class:`~threadmap.model.kernel.TensorModel`
@@ -228,7 +220,7 @@ def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elem
     except (ThreadmapError, ValueError, ArithmeticError) as ex:
         raise fail(path, f"make_tma_copy: {ex}") from None
     nbytes = int(L.size(s.layout)) * s.elem_bytes // t.multicast
-    need = required_alignment(copy.desc.swizzle)
+    need = L.alignment_for_swizzle(copy.swizzle, g.elem_bits)
     misplaced = None
     # readers that swizzle addresses agree with TMA wherever the tile lies; tile-relative ones
     # only on a tile aligned to the swizzle's period

@@ -21,7 +21,15 @@ The construction follows the header step by step (``make_tma_copy`` ->
 
 Where the header asserts (or the driver refuses), :func:`make_tma_copy` records a
 :class:`TmaViolation` naming the rule and when it bites, instead of failing: the descriptor of
-a kernel being verified is reported, not trusted.
+a kernel being verified is reported, not trusted.  Besides the construction:
+
+* :func:`encode_tiled_violations`: what ``cuTensorMapEncodeTiled`` refuses of any descriptor
+  (also fields CuTe never sets: interleave, element strides, the tensor map's own address);
+* :func:`alignment_for_swizzle` (``cutlass/detail/layout.hpp``) and
+  :func:`tma_smem_violations`: a swizzled tile off that alignment is loaded permuted;
+* :func:`make_bulk_copy` / :func:`make_bulk_copy_auto`: the non-tensor ``cp.async.bulk`` copies
+  (``SM90_BULK_COPY_G2S`` / ``_S2G`` / ``_AUTO``) and their rules;
+* :func:`arch_violations`: which targets CuTe compiles a TMA instruction for.
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ from threadmap.layout.int_tuple import flatten, idx2crd, product
 from threadmap.layout.layout import (
     Layout,
     coalesce,
+    complement,
     composition,
     make_identity_layout,
     make_layout,
+    max_common_layout,
     right_inverse,
     size,
 )
@@ -50,9 +60,19 @@ from threadmap.layout.swizzle import Swizzle
 TMA_OPS = ("SM90_TMA_LOAD", "SM90_TMA_LOAD_MULTICAST", "SM90_TMA_STORE")
 #: CUtensorMapSwizzle, by its name in ``cuda.h``
 SWIZZLE_MODES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 1: "CU_TENSOR_MAP_SWIZZLE_32B",
-                 2: "CU_TENSOR_MAP_SWIZZLE_64B", 3: "CU_TENSOR_MAP_SWIZZLE_128B"}
+                 2: "CU_TENSOR_MAP_SWIZZLE_64B", 3: "CU_TENSOR_MAP_SWIZZLE_128B",
+                 4: "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B", 5: "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B",
+                 6: "CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B"}
 #: bytes of the swizzle span (the inner box extent times the element size must not exceed it)
-SWIZZLE_SPAN = {0: None, 1: 32, 2: 64, 3: 128}
+SWIZZLE_SPAN = {0: None, 1: 32, 2: 64, 3: 128, 4: 128, 5: 128, 6: 128}
+#: CUtensorMapInterleave, by its name in ``cuda.h`` (CuTe always passes NONE)
+INTERLEAVE_MODES = {0: "CU_TENSOR_MAP_INTERLEAVE_NONE", 1: "CU_TENSOR_MAP_INTERLEAVE_16B",
+                    2: "CU_TENSOR_MAP_INTERLEAVE_32B"}
+#: the CUtensorMapDataType values that are floating point (FLOAT16 .. TFLOAT32_FTZ)
+FLOAT_DATA_TYPES = frozenset({6, 7, 8, 9, 10, 11, 12})
+#: bytes per element of each CUtensorMapDataType threadmap models (the packed 4- and 6-bit
+#: types 13 .. 15 have rules of their own, not modelled)
+DATA_TYPE_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 4, 11: 4, 12: 4}
 #: CUtensorMapDataType of ``TMA::to_CUtensorMapDataType`` for the element types threadmap knows
 DATA_TYPES = {"u8": 0, "i8": 0, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 8,
               "bf16": 9, "tf32": 7}
@@ -62,8 +82,9 @@ DATA_TYPES = {"u8": 0, "i8": 0, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5
 class TmaViolation:
     """One rule the descriptor breaks: ``rule`` (the header's or the driver's), ``when``
     (``compile time``: a static_assert; ``descriptor creation``: an assert in
-    ``make_tma_copy_desc`` or ``cuTensorMapEncodeTiled`` refusing it; ``silently``: the copy
-    runs and moves the wrong bytes), and the values that break it."""
+    ``make_tma_copy_desc`` or ``cuTensorMapEncodeTiled`` refusing it; ``run time``: the copy
+    traps; ``silently``: the copy runs and moves the wrong bytes), and the values that break
+    it."""
 
     rule: str
     when: str
@@ -131,6 +152,13 @@ def basis_get(e: ScaledBasis, t: Any) -> Any:
 def _static(*xs: Any) -> bool:
     """Whether every value is a static integer (threadmap's plain ``int``; ``Dyn`` is dynamic)."""
     return all(type(x) is int for x in xs)
+
+
+def _int_arg(fn: str, name: str, v: Any, lo: int | None = None) -> int:
+    """``v`` as an integer argument of ``fn`` (at least ``lo``), or a LayoutError."""
+    if not isinstance(v, int) or isinstance(v, bool) or (lo is not None and v < lo):
+        raise LayoutError(f"{fn}: {name} must be an integer{'' if lo is None else f' >= {lo}'}, got {v!r}")
+    return int(v)
 
 
 def coalesce_256(layout: Layout) -> Layout:
@@ -222,39 +250,124 @@ def fill_tma_gmem_shape_stride(gmem: Layout, tma_gbasis: Layout) -> tuple[list[i
 
 
 def tma_swizzle(sw: Swizzle | None, elem_bits: int) -> tuple[int, list[TmaViolation]]:
-    """``get_tma_swizzle_bits`` of a shared layout's swizzle, given on element offsets as
-    threadmap's layouts write it (CuTe's GMMA atoms write the same function on byte offsets:
-    ``Swizzle<B, M + log2(bytes per element), S>``): the CUtensorMapSwizzle, and a violation
-    where the header has no TMA mode for it (a static_assert)."""
-    if sw is None or sw.num_bits == 0:
+    """``get_tma_swizzle_bits`` and ``get_tma_swizzle_base`` (``copy_traits_sm90_tma_swizzle.hpp``)
+    of a shared layout's swizzle, given on element offsets as threadmap's layouts write it
+    (CuTe's GMMA atoms write the same function on byte offsets: ``Swizzle<B, M + log2(bytes per
+    element), S>``): the CUtensorMapSwizzle, and a violation where the header has no TMA mode for
+    it (a static_assert).  On bytes the header takes ``Swizzle<B,4,3>`` (B = 0 .. 3: none, 32,
+    64, 128 bytes), ``Swizzle<2,5,2>`` (128 bytes of 32-byte atoms) and ``Swizzle<2,6,S>`` (128
+    bytes of 64-byte atoms); ``None`` (a plain layout: CuTe's ``Swizzle<0,4,3>``) is no swizzle."""
+    if sw is None:
         return 0, []
     eb = elem_bits // 8
-    shift = eb.bit_length() - 1 if eb > 0 and eb & (eb - 1) == 0 else None
+    shift = eb.bit_length() - 1 if elem_bits % 8 == 0 and eb & (eb - 1) == 0 else None
     m = None if shift is None else sw.num_base + shift
-    if m == 4 and 0 <= sw.num_bits <= 3 and sw.num_shft == 3:
-        return sw.num_bits, []
+    b, s = sw.num_bits, sw.num_shft
+    if m == 4 and 0 <= b <= 3 and s == 3:
+        return b, []
+    if m == 5 and b == 2 and s == 2:
+        return 4, []
+    if m == 6 and b == 2:
+        return 6, []
     return 0, [TmaViolation(
-        "get_tma_swizzle_bits: a TMA swizzle is Swizzle<B,4,3> on byte offsets (B = 1, 2, 3: 32, 64, 128 bytes)",
-        "compile time",
-        f"Swizzle<{sw.num_bits},{sw.num_base},{sw.num_shft}> on {elem_bits}-bit elements is "
-        f"Swizzle<{sw.num_bits},{m},{sw.num_shft}> on bytes")]
+        "get_tma_swizzle_bits: a TMA swizzle is Swizzle<B,4,3> (B = 0 .. 3), Swizzle<2,5,2> or Swizzle<2,6,S> "
+        "on byte offsets", "compile time",
+        f"Swizzle<{b},{sw.num_base},{s}> on {elem_bits}-bit elements is Swizzle<{b},{m},{s}> on bytes")]
+
+
+def alignment_for_swizzle(swizzle: Any, elem_bits: int = 8) -> int:
+    """``cutlass::detail::alignment_for_swizzle``: the byte alignment CUTLASS gives a shared
+    tile, ``2^(B + M + |S|)`` for ``Swizzle<B,M,S>`` on byte offsets -- the period of the
+    swizzle's bit pattern.  ``swizzle`` is a :class:`Swizzle` on offsets of ``elem_bits``-bit
+    elements (threadmap's form; on bytes its base is ``M + log2(elem_bits / 8)``), a
+    ``Swizzle o smem_ptr[Nb] o Layout`` (its swizzle already on bytes), a ``Swizzle o Layout``
+    (on elements), or a plain Layout / ``None`` (CuTe's ``get_swizzle_portion``:
+    ``Swizzle<0,4,3>``, 128 bytes).
+
+    Law: for every base ``a`` that is a multiple of the result ``A`` and every byte offset
+    ``o``, the swizzle of ``a + o`` is ``a`` plus the swizzle of ``o`` (a tile at ``a`` is
+    swizzled as its tile-relative layout says); for ``B > 0`` the base ``A / 2`` breaks it (at
+    ``o = 2^(M + B - 1)``), so no smaller power of two will do."""
+    elem_bits = _int_arg("alignment_for_swizzle", "elem_bits", elem_bits, 1)
+    if isinstance(swizzle, ComposedLayout):
+        if not isinstance(swizzle.layout_a, Swizzle):
+            raise LayoutError(f"alignment_for_swizzle: no swizzle in {swizzle}")
+        if isinstance(swizzle.offset, SmemPtrFlag):
+            elem_bits = 8
+        swizzle = swizzle.layout_a
+    if swizzle is None or isinstance(swizzle, Layout):
+        return 1 << (0 + 4 + 3)
+    if not isinstance(swizzle, Swizzle):
+        raise LayoutError(f"alignment_for_swizzle: a Swizzle or a layout, got {swizzle!r}")
+    if elem_bits & (elem_bits - 1):
+        raise LayoutError(f"alignment_for_swizzle: elements of a power-of-2 width, got {elem_bits} bits")
+    bits = (1 << (swizzle.num_bits + swizzle.num_base + abs(swizzle.num_shft))) * elem_bits
+    if bits % 8:
+        raise LayoutError(f"alignment_for_swizzle: {swizzle} on {elem_bits}-bit elements is no whole byte period")
+    return bits // 8
+
+
+def tma_smem_violations(t: TmaCopy, smem_base: int) -> list[TmaViolation]:
+    """The rule a swizzled shared tile's address must satisfy: TMA swizzles the *absolute*
+    shared address, the layout the tile's offsets, so the two agree only on a tile aligned to
+    :func:`alignment_for_swizzle` (what CUTLASS's collectives ``alignas``); off it the copy
+    runs and every read through the layout sees a permutation (measured on an H200: tiles 256
+    and 512 bytes off their 1024-byte block, :func:`tma_tile_mismatches`).  An unswizzled tile
+    has no such rule here (CUTLASS still asks 128 bytes of it)."""
+    if not isinstance(t, TmaCopy):
+        raise LayoutError(f"tma_smem_violations: a TmaCopy (make_tma_copy), got {t!r}")
+    smem_base = _int_arg("tma_smem_violations", "smem_base", smem_base, 0)
+    if t.swizzle is None or t.swizzle.num_bits == 0:
+        return []
+    align = alignment_for_swizzle(t.swizzle, t.elem_bits)
+    if smem_base % align:
+        return [TmaViolation("a swizzled shared tile is aligned to alignment_for_swizzle (2^(B+M+|S|) bytes)",
+                             "silently", f"tile at shared byte {smem_base:#x}, swizzle {t.swizzle} on "
+                             f"{t.elem_bits}-bit elements needs {align}-byte alignment: the tile is permuted")]
+    return []
+
+
+def _parse_arch(arch: str) -> tuple[int, str]:
+    """``sm_90a`` -> (90, "a"): the compute capability and its suffix (``a`` arch-specific,
+    ``f`` family, ``""`` plain)."""
+    if not isinstance(arch, str) or not arch.startswith("sm_"):
+        raise LayoutError(f"an architecture is sm_<number>[a|f], got {arch!r}")
+    body = arch.removeprefix("sm_")
+    suffix = body[-1] if body[-1:] in ("a", "f") else ""
+    try:
+        return int(body[:len(body) - len(suffix)]), suffix
+    except ValueError:
+        raise LayoutError(f"an architecture is sm_<number>[a|f], got {arch!r}") from None
+
+
+def _tma_enabled_violations(what: str, arch: str) -> list[TmaViolation]:
+    """Whether CuTe compiles a TMA or bulk-copy instruction for ``arch`` at all
+    (``CUTE_ARCH_TMA_SM90_ENABLED``, ``cute/arch/config.hpp``): sm_90 and sm_90a, and from
+    sm_100 on only the arch-specific (``a``) and family (``f``) targets -- a plain sm_100 or
+    sm_120 build compiles the copy to ``CUTE_INVALID_CONTROL_PATH`` (printf and ``brkpt``; seen
+    in the PTX nvcc 13.0 emits for sm_90, 90a, 100, 100a, 100f, 120, 120a, 120f)."""
+    cc, suffix = _parse_arch(arch)
+    if cc < 90:
+        return [TmaViolation("TMA needs sm_90 or newer (CUTE_ARCH_TMA_SM90_ENABLED)", "run time", f"{what} on {arch}")]
+    if cc > 90 and not suffix:
+        return [TmaViolation("from sm_100 on, CuTe's TMA needs an arch-specific (a) or family (f) target "
+                             "(CUTE_ARCH_TMA_SM90_ENABLED)", "run time",
+                             f"{what} on {arch}: CUTE_INVALID_CONTROL_PATH; try {arch}a")]
+    return []
 
 
 def arch_violations(op: str, arch: str) -> list[TmaViolation]:
     """What ``cute/arch/copy_sm90_tma.hpp`` and ``cute/arch/config.hpp`` say of ``op`` on
-    ``arch`` (``sm_90``, ``sm_100``, ``sm_120``, ...): no TMA below sm_90, and no multicast on the
-    sm_120 family (both ``CUTE_INVALID_CONTROL_PATH``, a trap when the copy runs).  Read from the
-    headers; only sm_90 is confirmed on hardware here."""
-    try:
-        cc = int(arch.removeprefix("sm_").rstrip("af"))
-    except ValueError:
-        raise LayoutError(f"make_tma_copy: an architecture is sm_<number>, got {arch!r}") from None
-    if cc < 90:
-        return [TmaViolation("TMA needs sm_90 or newer (CUTE_ARCH_TMA_SM90_ENABLED)", "run time", arch)]
-    if op == "SM90_TMA_LOAD_MULTICAST" and cc // 10 == 12:
+    ``arch`` (``sm_90``, ``sm_100a``, ``sm_120f``, ...): no TMA below sm_90 nor on a plain
+    (suffix-less) target from sm_100 on, and no multicast on the sm_120 family (each
+    ``CUTE_INVALID_CONTROL_PATH``, a breakpoint trap when the copy runs).  Read from the
+    headers and the PTX they compile to; only sm_90 is run on hardware here."""
+    out = _tma_enabled_violations(op, arch)
+    cc, _ = _parse_arch(arch)
+    if not out and op == "SM90_TMA_LOAD_MULTICAST" and cc // 10 == 12:
         return [TmaViolation("the sm_120 family has no TMA multicast (CUTE_ARCH_TMA_SM120_ENABLED: "
                              "CUTE_INVALID_CONTROL_PATH)", "run time", f"{op} on {arch}; not confirmed on hardware")]
-    return []
+    return out
 
 
 def make_tma_copy(op: str, gmem: Layout, smem: Any, cta_tile: Any = None, cluster_size: int = 1, *,
@@ -346,17 +459,97 @@ def make_tma_copy_desc(gmem: Layout, tma_gbasis: Layout, sw: Swizzle | None, num
             out.append(TmaViolation("a box extent is 1 .. 256", at_desc, f"boxDim[{j}] = {box[j]}"))
     mode, bad = tma_swizzle(sw, elem_bits)
     out += bad
-    span = SWIZZLE_SPAN[mode]
-    if span is not None and box[0] * elem_bits // 8 > span:
-        out.append(TmaViolation("the inner box extent times the element size is at most the swizzle span "
-                                "(cuTensorMapEncodeTiled)", at_desc,
-                                f"boxDim[0] = {box[0]} x {elem_bits // 8} B > {span} B"))
-    if box[0] * elem_bits // 8 % 16:
-        out.append(TmaViolation("the inner box extent times the element size is a multiple of 16 bytes "
-                                "(cuTensorMapEncodeTiled)", at_desc, f"boxDim[0] = {box[0]} x {elem_bits // 8} B"))
+    out += _inner_box_violations(box[0], elem_bits // 8, mode, 0)
     desc = TmaDescriptor(DATA_TYPES.get(data_type, -1), elem_bits // 8, rank, address, tuple(shp[:rank]),
                          tuple(bstride[1:rank]), tuple(box[:rank]), (1,) * rank, 0, mode, 2, 0)
     return desc, out
+
+
+def _inner_box_violations(box0: int, elem_bytes: int, swizzle: int, interleave: int) -> list[TmaViolation]:
+    """``cuTensorMapEncodeTiled``'s two rules on the inner box extent (both only without
+    interleave): at most the swizzle span, and a multiple of 16 bytes."""
+    out: list[TmaViolation] = []
+    if interleave:
+        return out
+    span = SWIZZLE_SPAN.get(swizzle)
+    if span is not None and box0 * elem_bytes > span:
+        out.append(TmaViolation("the inner box extent times the element size is at most the swizzle span "
+                                "(cuTensorMapEncodeTiled)", "descriptor creation",
+                                f"boxDim[0] = {box0} x {elem_bytes} B > {span} B"))
+    if box0 * elem_bytes % 16:
+        out.append(TmaViolation("the inner box extent times the element size is a multiple of 16 bytes "
+                                "(cuTensorMapEncodeTiled)", "descriptor creation",
+                                f"boxDim[0] = {box0} x {elem_bytes} B"))
+    return out
+
+
+def encode_tiled_violations(desc: TmaDescriptor, tensor_map_address: int | None = None) -> list[TmaViolation]:
+    """What ``cuTensorMapEncodeTiled`` refuses of ``desc`` (its requirements in ``cuda.h``),
+    all at descriptor creation: the tensor map object at ``tensor_map_address`` (when given:
+    a ``CUtensorMap`` is ``alignas(64)``, so only one copied into unaligned memory breaks it)
+    64-byte aligned; rank 1 .. 5 (at least 3 with interleave); a known data type; the global
+    address 16-byte aligned (32 with 32-byte interleave); global extents 1 .. 2^32; global
+    strides multiples of 16 bytes (32 with 32-byte interleave) and < 2^40; box extents
+    1 .. 256; element strides 1 .. 8 (all five, as CuTe asserts, though the driver ignores the
+    first without interleave); 32-byte interleave only with the 32-byte swizzle; without
+    interleave the inner box at most the swizzle span and a multiple of 16 bytes; the NaN
+    out-of-bounds fill only for floating-point types.  The packed 4- and 6-bit types are not
+    modelled (a LayoutError)."""
+    if not isinstance(desc, TmaDescriptor):
+        raise LayoutError(f"encode_tiled_violations: a TmaDescriptor, got {desc!r}")
+    if tensor_map_address is not None:
+        tensor_map_address = _int_arg("encode_tiled_violations", "tensor_map_address", tensor_map_address, 0)
+    at = "descriptor creation"
+    out: list[TmaViolation] = []
+    if desc.data_type in (13, 14, 15):
+        raise LayoutError("encode_tiled_violations: the packed 4- and 6-bit data types are not modelled")
+    il = desc.interleave
+    if tensor_map_address is not None and tensor_map_address % 64:
+        out.append(TmaViolation("the tensor map object is 64-byte aligned", at,
+                                f"tensorMap at {tensor_map_address:#x}"))
+    if not 1 <= desc.rank <= 5:
+        out.append(TmaViolation("the tensor rank is 1 .. 5", at, f"tensorRank = {desc.rank}"))
+    if il in (1, 2) and desc.rank < 3:
+        out.append(TmaViolation("an interleaved tensor has rank 3 or more", at,
+                                f"tensorRank = {desc.rank} with {INTERLEAVE_MODES.get(il, il)}"))
+    if desc.data_type not in DATA_TYPE_BYTES:
+        out.append(TmaViolation("the data type is a CUtensorMapDataType", at, f"tensorDataType = {desc.data_type}"))
+    if desc.global_address % 16:
+        out.append(TmaViolation("the global address must be 16-byte aligned", at, f"address {desc.global_address:#x}"))
+    elif il == 2 and desc.global_address % 32:
+        out.append(TmaViolation("with 32-byte interleave the global address is 32-byte aligned", at,
+                                f"address {desc.global_address:#x}"))
+    for i, d in enumerate(desc.global_dim):
+        if not 1 <= d <= 1 << 32:
+            out.append(TmaViolation("a global extent is 1 .. 2^32", at, f"globalDim[{i}] = {d}"))
+    for i, st in enumerate(desc.global_strides):
+        if st >= 1 << 40:
+            out.append(TmaViolation("a global stride is < 2^40 bytes", at, f"globalStrides[{i}] = {st}"))
+        if st % 16:
+            out.append(TmaViolation("a global stride is a multiple of 16 bytes", at,
+                                    f"globalStrides[{i}] = {st} bytes"))
+        elif il == 2 and st % 32:
+            out.append(TmaViolation("with 32-byte interleave a global stride is a multiple of 32 bytes", at,
+                                    f"globalStrides[{i}] = {st} bytes"))
+    for i, b in enumerate(desc.box_dim):
+        if not 1 <= b <= 256:
+            out.append(TmaViolation("a box extent is 1 .. 256", at, f"boxDim[{i}] = {b}"))
+    for i, e in enumerate(desc.element_strides):
+        if not 1 <= e <= 8:
+            out.append(TmaViolation("an element stride is 1 .. 8", at, f"elementStrides[{i}] = {e}"))
+    if il not in INTERLEAVE_MODES:
+        out.append(TmaViolation("the interleave is a CUtensorMapInterleave", at, f"interleave = {il}"))
+    if desc.swizzle not in SWIZZLE_MODES:
+        out.append(TmaViolation("the swizzle is a CUtensorMapSwizzle", at, f"swizzle = {desc.swizzle}"))
+    if il == 2 and desc.swizzle != 1:
+        out.append(TmaViolation("32-byte interleave requires the 32-byte swizzle", at,
+                                f"{INTERLEAVE_MODES[2]} with {SWIZZLE_MODES.get(desc.swizzle, desc.swizzle)}"))
+    if desc.box_dim:
+        out += _inner_box_violations(desc.box_dim[0], desc.elem_bytes, desc.swizzle, il)
+    if desc.oob_fill == 1 and desc.data_type not in FLOAT_DATA_TYPES:
+        out.append(TmaViolation("the NaN out-of-bounds fill is for floating-point types", at,
+                                f"oobFill = NAN_REQUEST_ZERO_FMA, tensorDataType = {desc.data_type}"))
+    return out
 
 
 def tma_swizzle_bytes(byte_address: int, mode: int) -> int:
@@ -366,6 +559,8 @@ def tma_swizzle_bytes(byte_address: int, mode: int) -> int:
     ``Swizzle<B,4,3>`` on byte addresses.  Law: an involution on every 1024-byte-aligned block."""
     if mode == 0:
         return byte_address
+    if mode > 3:
+        raise LayoutError(f"tma_swizzle_bytes: {SWIZZLE_MODES.get(mode, mode)} is not modelled (never run here)")
     mask = (1 << mode) - 1
     return byte_address ^ (((byte_address >> 7) & mask) << 4)
 
@@ -520,3 +715,99 @@ def tma_tile_mismatches(t: TmaCopy, origin: tuple[int, ...], smem_base: int = 0,
             if len(wit) < limit:
                 wit.append({"tile_coordinate": tuple(c), "shared_byte": byte, "expected": want, "found": got})
     return bad, wit
+
+
+# --------------------------------------------------------------------------- bulk copies
+#: the non-tensor bulk copies of ``cute/arch/copy_sm90_tma.hpp`` (``cp.async.bulk``)
+BULK_OPS = ("SM90_BULK_COPY_G2S", "SM90_BULK_COPY_S2G")
+
+
+@dataclass
+class BulkCopy:
+    """``Copy_Traits<SM90_BULK_COPY_G2S | _S2G, NumBitsPerTMA>``: one ``cp.async.bulk`` moves
+    ``num_bits / 8`` bytes (``size_bytes``, the instruction's operand); ``count`` of them copy
+    the tensor (1 for :func:`make_bulk_copy`), and the rules they break."""
+
+    op: str
+    num_bits: int
+    count: int = 1
+    violations: list[TmaViolation] = field(default_factory=list)
+
+    @property
+    def size_bytes(self) -> int:
+        """``int32_t(NumBitsPerTMA::value / 8)``: the bytes one instruction moves."""
+        return self.num_bits // 8
+
+
+def _bulk_address_violations(side: str, addresses: list[int]) -> list[TmaViolation]:
+    bad = [a for a in addresses if a % 16]
+    if not bad:
+        return []
+    return [TmaViolation("cp.async.bulk: the source and destination addresses are 16-byte aligned", "run time",
+                         f"{side} address {bad[0]:#x} (of {len(bad)} of {len(addresses)} instructions); "
+                         "from the PTX ISA, not measured here")]
+
+
+def make_bulk_copy(op: str, num_bits: int, src_address: int = 0, dst_address: int = 0, *,
+                   arch: str = "sm_90") -> BulkCopy:
+    """``Copy_Traits<op, Int<num_bits>>`` and one ``cp.async.bulk`` of it from byte
+    ``src_address`` to byte ``dst_address`` (``op`` G2S: global to shared, S2G: shared to
+    global).  Rules: ``(num_bits / 8) % 16 == 0`` in whole bytes, as the traits' static_assert
+    computes it ("Bulk Copy requires copy vector size align to 16B"; compile time); both
+    addresses 16-byte aligned (the PTX ISA; run time); and a target with CuTe's TMA
+    (:func:`arch_violations`)."""
+    if op not in BULK_OPS:
+        raise LayoutError(f"make_bulk_copy: the copy operation must be one of {', '.join(BULK_OPS)}, got {op!r}")
+    num_bits = _int_arg("make_bulk_copy", "num_bits", num_bits, 1)
+    src_address = _int_arg("make_bulk_copy", "src_address", src_address, 0)
+    dst_address = _int_arg("make_bulk_copy", "dst_address", dst_address, 0)
+    out = _tma_enabled_violations(op, arch)
+    if (num_bits // 8) % 16:
+        out.append(TmaViolation("Bulk Copy requires copy vector size align to 16B (Copy_Traits<SM90_BULK_COPY_*> "
+                                "static_assert)", "compile time",
+                                f"NumBitsPerTMA = {num_bits}: {num_bits // 8} bytes"))
+    out += _bulk_address_violations("source", [src_address]) + _bulk_address_violations("destination", [dst_address])
+    return BulkCopy(op, num_bits, 1, out)
+
+
+def make_bulk_copy_auto(src: Any, dst: Any, elem_bits: int, src_address: int = 0, dst_address: int = 0, *,
+                        g2s: bool = True, arch: str = "sm_90") -> BulkCopy:
+    """``copy(Copy_Traits<SM90_BULK_COPY_AUTO>, src, dst)`` (``cute/algorithm/copy.hpp``) of a
+    tensor of layout ``src`` at byte ``src_address`` into one of layout ``dst`` at
+    ``dst_address`` (element offsets, ``elem_bits``-bit elements; ``g2s``: global to shared,
+    else shared to global): the vector is ``max_common_layout(src, dst)``, one ``cp.async.bulk``
+    of ``size(vector) x elem_bits`` bits per vector of ``logical_divide(src, vector)``.  Rules:
+    at least 128 bits ("Expected at least 128-bits for BLKCP", a static_assert), those of
+    :func:`make_bulk_copy` for that size, and every instruction's two addresses 16-byte
+    aligned (the vectors' starts, not only the tensors')."""
+    fn = "make_bulk_copy_auto"
+    for name, lay in (("src", src), ("dst", dst)):
+        if not isinstance(lay, (Layout, ComposedLayout)):
+            raise LayoutError(f"{fn}: {name} is a layout, got {lay!r}")
+    elem_bits = _int_arg(fn, "elem_bits", elem_bits, 1)
+    src_address = _int_arg(fn, "src_address", src_address, 0)
+    dst_address = _int_arg(fn, "dst_address", dst_address, 0)
+    tiler = max_common_layout(src, dst)
+    vec = int(size(tiler))
+    n = size(src)
+    if not isinstance(n, int) or size(dst) != n:
+        raise LayoutError(f"{fn}: src and dst have one integer size, got {size(src)} and {size(dst)}")
+    if n // vec > 1 << 20:
+        raise LayoutError(f"{fn}: {n // vec} vectors is more than threadmap enumerates")
+    num_bits = vec * elem_bits
+    op = BULK_OPS[0] if g2s else BULK_OPS[1]
+    out = _tma_enabled_violations("SM90_BULK_COPY_AUTO", arch)
+    if num_bits < 128:
+        out.append(TmaViolation("Expected at least 128-bits for BLKCP (SM90_BULK_COPY_AUTO static_assert)",
+                                "compile time", f"max_common_layout {tiler}: {vec} x {elem_bits} bits"))
+    if (num_bits // 8) % 16:
+        out.append(TmaViolation("Bulk Copy requires copy vector size align to 16B (Copy_Traits<SM90_BULK_COPY_*> "
+                                "static_assert)", "compile time", f"NumBitsPerTMA = {num_bits}: {num_bits // 8} bytes"))
+    rest = complement(tiler, int(n))
+    starts = [rest(j) for j in range(int(n) // vec)]
+    offsets = [(src(i), dst(i)) for i in starts]
+    if not all(isinstance(x, int) for pair in offsets for x in pair):
+        raise LayoutError(f"{fn}: src and dst map to integer offsets, got {src} and {dst}")
+    out += _bulk_address_violations("source", [src_address + a * elem_bits // 8 for a, _ in offsets])
+    out += _bulk_address_violations("destination", [dst_address + b * elem_bits // 8 for _, b in offsets])
+    return BulkCopy(op, num_bits, len(starts), out)
