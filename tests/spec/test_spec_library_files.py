@@ -24,8 +24,8 @@ from threadmap.spec.schema import Spec
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 SPEC_FILES = sorted(p for p in SPECS.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
-CHECK_IDS = {"coverage", "predicates", "coalescing", "bank_conflicts", "vectorization", "dataflow"}
-LIBRARY_DIRS = {"cute_transpose", "sgemm", "mma", "cutlass", "planted"}
+CHECK_IDS = {"coverage", "predicates", "coalescing", "bank_conflicts", "vectorization", "dataflow", "pipeline"}
+LIBRARY_DIRS = {"cute_transpose", "sgemm", "mma", "cutlass", "planted", "pipeline"}
 
 
 def _ids(paths: list[Path]) -> list[str]:
