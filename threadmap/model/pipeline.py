@@ -116,8 +116,7 @@ def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[s
         out_roles.append(Role(rname, role.warps[0], role.warps[1], tuple(blocks), role.start_phase, role.start_stage,
                               rpath))
     syncs.setdefault(SYNCTHREADS, tuple(spec.roles))
-    protocol = Protocol(spec.stages, tuple(out_roles), barriers, buffers, syncs, spec.cluster,
-                        {n: t.nbytes for n, t in tma.items()}, base)
+    protocol = Protocol(spec.stages, tuple(out_roles), barriers, buffers, syncs, spec.cluster, base)
     return PipelineModel(protocol, iterations, tma, tuple(sorted(used)), spec.iterations)
 
 

@@ -763,8 +763,7 @@ def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, ma
     def trace() -> list[str]:
         return [fr[3] for fr in stack[max(1, len(stack) - TRACE):]]
 
-    bound = MAX_SPREAD * m.period + max((abs(o.ahead) for r in protocol.roles for b in r.blocks for o in b.ops),
-                                        default=0)
+    bound = MAX_SPREAD * m.period + protocol.max_lag
 
     while stack:
         s, mv, i, ev0 = stack[-1]

@@ -84,7 +84,7 @@ class Protocol:
     """The pipeline: ``stages`` in the ring (every barrier array and buffer has one per stage),
     its roles, ``barriers`` (name -> arrivals per phase), ``buffers`` (name -> bytes of one
     stage, and the byte address of stage 0 in its shared buffer), named barriers ``syncs``
-    (name -> member roles), the cluster's size, and the bytes each TMA copy moves per issue."""
+    (name -> member roles) and the cluster's size."""
 
     stages: int
     roles: tuple[Role, ...]
@@ -92,10 +92,12 @@ class Protocol:
     buffers: dict[str, tuple[int, int]] = field(default_factory=dict)
     syncs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cluster_size: int = 1
-    copies: dict[str, int] = field(default_factory=dict)
-    #: reads by ``threads`` (more than one thread per role) of data another thread of the role
-    #: copied with cp.async need a barrier after the wait (CUTLASS's ``__syncthreads``)
     where: tuple[object, ...] = ()
+
+    @property
+    def max_lag(self) -> int:
+        """The farthest any operation reaches from its loop variable (``|ahead|``)."""
+        return max((abs(o.ahead) for r in self.roles for b in r.blocks for o in b.ops), default=0)
 
     def stage_address(self, buffer: str, stage: int) -> int:
         size, base = self.buffers[buffer]

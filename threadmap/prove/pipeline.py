@@ -76,7 +76,7 @@ def pipeline_property(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel,
     if e.truncated:
         return done("UNKNOWN", f"the protocol exploration stopped at {e.states} states (trip counts {kmin} .. {kmax})")
     if e.findings:
-        fs = protocol_findings(pipe, model0.where, e)
+        fs = protocol_findings(model0.where, e)
         k = e.findings[0].witness.get("iterations")
         sizes = _sizes_for_trip(space, str(pipe.iterations_expr), k, timeout_ms)
         return done("REFUTED", f"{len(fs)} hazard(s) of the pipeline at trip count {k} (trip counts {kmin} .. "

@@ -60,7 +60,8 @@ def tma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
     return out
 
 
-def protocol_findings(pipe: PipelineModel, where: Any, e: Exploration) -> list[Finding]:
+def protocol_findings(where: Any, e: Exploration) -> list[Finding]:
+    """The explorer's findings as report findings, located at their operations' lines."""
     return [_finding(f, where) for f in e.findings]
 
 
@@ -74,8 +75,7 @@ def _finding(f: PipelineFinding, where: Any) -> Finding:
 def explore_model(pipe: PipelineModel) -> tuple[Exploration, str]:
     """The exploration ``verify`` runs: the trip count as given when small, else every count."""
     p = pipe.protocol
-    lag = max((abs(o.ahead) for r in p.roles for b in r.blocks for o in b.ops), default=0)
-    if pipe.iterations <= CONCRETE_PERIODS * 2 * p.stages + lag + 2:
+    if pipe.iterations <= CONCRETE_PERIODS * 2 * p.stages + p.max_lag + 2:
         return _explored(p, pipe.iterations), str(pipe.iterations)
     return _explored(p, None), "every trip count >= 1"
 
@@ -105,7 +105,7 @@ def check_pipeline(model: KernelModel) -> CheckResult:
     pipe = model.pipeline
     assert pipe is not None
     e, trips = explore_model(pipe)
-    findings = tma_findings(pipe, model.where) + protocol_findings(pipe, model.where, e)
+    findings = tma_findings(pipe, model.where) + protocol_findings(model.where, e)
     by_kind: dict[str, int] = {}
     for f in findings:
         by_kind[f.kind] = by_kind.get(f.kind, 0) + 1

@@ -134,9 +134,9 @@ def verify_model(model: KernelModel, opts: RunOptions | None = None) -> SpecRun:
     """Run the checks on ``model`` (see the module docstring)."""
     opts = opts or RunOptions()
     t0 = time.perf_counter()
-    if not model.stages:  # a pipeline alone: nothing to simulate per thread
-        results = [CHECKS[n].accumulator(model, None).result() for n, c in CHECKS.items()
-                   if c.scope == "kernel" and _wanted(opts, n) and c.judges(model) and n != "dataflow"]
+    if not model.stages:  # a pipeline alone: only the checks that need no access tables
+        results = [c.accumulator(model, None).result() for n, c in CHECKS.items()
+                   if c.scope == "kernel" and not c.per_block and _wanted(opts, n) and c.judges(model)]
         return _report(model, results, 0, "enumerated", [], time.perf_counter() - t0)
     per_block = rows_per_block(model)
     if per_block * BYTES_PER_ROW > MAX_CHUNK_BYTES:
