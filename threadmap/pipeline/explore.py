@@ -190,6 +190,40 @@ class _State:
                 tuple(sorted((k, p[r], rr) for k, r, rr in self.reading)))
 
 
+class _Label:
+    """A step's label, written only when a message or a witness needs it (most steps are never
+    shown)."""
+
+    __slots__ = ("m", "ri", "op", "j", "base")
+
+    def __init__(self, m: _Machine, ri: int, op: Op, j: int | None, base: int) -> None:
+        self.m, self.ri, self.op, self.j, self.base = m, ri, op, j, base
+
+    def __str__(self) -> str:
+        return self.m.label(self.ri, self.op, self.j, self.base)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class _Landed:
+    """A copy's landing, for the witness's events (written when shown)."""
+
+    __slots__ = ("t", "name", "base")
+
+    def __init__(self, t: _Transfer, name: str, base: int) -> None:
+        self.t, self.name, self.base = t, name, base
+
+    def __str__(self) -> str:
+        t = self.t
+        bufs = ",".join(sorted({b for _, b, _ in t.targets}))
+        return f"{t.kind} of {self.name} round {t.round + self.base} lands in {bufs} stage {t.targets[0][2]}"
+
+
+#: an event: its parts, written out (``"".join(map(str, ...))``) only for a witness
+_Event = tuple[object, ...]
+
+
 class _Found(Exception):
     def __init__(self, kind: str, message: str, op: Op | None, witness: dict[str, Any]) -> None:
         super().__init__(message)
@@ -205,6 +239,7 @@ class _Machine:
         self.fifo = fifo
         self.period = 2 * p.stages          # stage index and phase parity repeat with it
         self.base = 0                       # the state being stepped's shift (for messages)
+        self._pstates: dict[tuple[int, int, int], PipelineState] = {}
         self.inst: list[tuple[int, Role]] = [(c, r) for c in range(p.cluster_size) for r in p.roles]
         # interchangeable instances: one CTA, the same program, the same named barriers
         classes: dict[tuple[Any, ...], list[int]] = {}
@@ -364,7 +399,11 @@ class _Machine:
     def pstate(self, r: Role, j: int) -> PipelineState:
         # the stage index and phase parity depend on j modulo the period only, so rounds
         # shifted by the normalisation give the same state
-        return PipelineState(self.p.stages, r.start_stage, r.start_phase).at(j % self.period)
+        key = (r.start_stage, r.start_phase, j % self.period)
+        ps = self._pstates.get(key)
+        if ps is None:
+            ps = self._pstates[key] = PipelineState(self.p.stages, r.start_stage, r.start_phase).at(key[2])
+        return ps
 
     def who(self, ri: int, j: int | None = None, stage: int | None = None, buffer: str | None = None) -> dict[str, Any]:
         c, r = self.inst[ri]
@@ -379,14 +418,15 @@ class _Machine:
             w["address"] = self.p.stage_address(buffer, stage)
         return w
 
-    def label(self, ri: int, op: Op, j: int | None) -> str:
+    def label(self, ri: int, op: Op, j: int | None, base: int | None = None) -> str:
+        base = self.base if base is None else base
         c, r = self.inst[ri]
         cta = f"cta {c} " if self.p.cluster_size > 1 else ""
         what = op.kind + (f" {op.barrier}" if op.barrier and op.kind != "tma" else "") + \
             (f" {','.join(op.buffers)}" if op.buffers else "") + (f"<{op.n}>" if op.kind in ("wait_group", "wait_mma")
                                                                    else "")
         if j is not None and op.kind in STAGED:
-            what += f" (round {j + self.base}, stage {self.pstate(r, j).index})"
+            what += f" (round {j + base}, stage {self.pstate(r, j).index})"
         return f"{cta}{r.name}: {what}"
 
     # -- moves -----------------------------------------------------------------------------------
@@ -435,7 +475,7 @@ class _Machine:
             return members <= here or ri not in s.at_sync.get((c, op.sync), frozenset())
         return True
 
-    def run(self, s: _State, ri: int) -> tuple[_State, str]:
+    def run(self, s: _State, ri: int) -> tuple[_State, _Event]:
         """Role ``ri``'s next step and, while that step is one of :data:`CHAINED` (or acts on no
         iteration), its following ones.  Why no hazard is lost: such a step enables and disables
         no other role's step, so any step another role could take between it and the next one
@@ -456,24 +496,24 @@ class _Machine:
             s = n
             n, ev = self.step(n, ri)
             events.append(ev)
-        return n, "; ".join(events)
+        self.normalize(n)
+        return n, tuple(x for i, ev in enumerate(events) for x in (("; ",) if i else ()) + ev)
 
     def members(self, c: int, name: str) -> frozenset[int]:
         names = self.p.syncs.get(name) or tuple(r.name for r in self.p.roles)
         return frozenset(i for i, (cc, r) in enumerate(self.inst) if cc == c and r.name in names)
 
-    def step(self, s: _State, ri: int) -> tuple[_State, str]:
+    def step(self, s: _State, ri: int) -> tuple[_State, _Event]:
         c, r = self.inst[ri]
         pc = s.pc[ri]
         assert pc is not None
         self.base = s.base
         op, j = self.active(s, r, pc)
         n = s.copy()
-        lab = self.label(ri, op, j)
+        lab = _Label(self, ri, op, j, s.base)
         if op.kind in STAGED and j is None:
             n.pc[ri] = self.next_pc(n, r, pc)
-            self.normalize(n)
-            return n, lab + " (no iteration: skipped)"
+            return n, (lab, " (no iteration: skipped)")
         ps = self.pstate(r, j) if j is not None else None
         st = ps.index if ps is not None else 0
         k = op.kind
@@ -484,7 +524,7 @@ class _Machine:
             members = self.members(c, op.sync)
             if not members <= here:
                 n.at_sync[key] = here          # arrived; the role waits (its pc stays)
-                return n, lab + " (arrives)"
+                return n, (lab, " (arrives)")
             n.at_sync.pop(key, None)
             n.reading = frozenset(x for x in n.reading if x[1] not in members)
             for (cc, b, sg), v in list(n.content.items()):
@@ -495,8 +535,7 @@ class _Machine:
                 mpc = n.pc[m]
                 assert mpc is not None
                 n.pc[m] = self.next_pc(n, self.inst[m][1], mpc)
-            self.normalize(n)
-            return n, lab + " (all arrived)"
+            return n, (lab, " (all arrived)")
         if k == "wait":
             assert op.barrier is not None
             n.obs[(ri, op.barrier, st)] = n.bars[(c, op.barrier, st)].completed
@@ -570,10 +609,9 @@ class _Machine:
                     n.content[key3] = replace(cur, fence=True)
             n.unfenced[ri] = frozenset()
         n.pc[ri] = self.next_pc(n, r, pc)
-        self.normalize(n)
-        return n, lab
+        return n, (lab,)
 
-    def issue_tma(self, n: _State, ri: int, op: Op, j: int | None, st: int, lab: str) -> None:
+    def issue_tma(self, n: _State, ri: int, op: Op, j: int | None, st: int, lab: _Label) -> None:
         c, _ = self.inst[ri]
         assert j is not None
         if op.multicast is not None:
@@ -593,7 +631,8 @@ class _Machine:
         n.flight = (*n.flight, _Transfer(n.ntid, "tma", ri, targets, j, op.nbytes, op.barrier, None))
         n.ntid += 1
 
-    def check_refill(self, n: _State, ri: int, op: Op, j: int, st: int, key3: tuple[int, str, int], lab: str) -> None:
+    def check_refill(self, n: _State, ri: int, op: Op, j: int, st: int, key3: tuple[int, str, int],
+                     lab: _Label) -> None:
         # who still reads the stage: threads of a role before its next barrier, or an mma or TMA
         # store not yet waited for
         readers = [(rj, rr, "its threads may still read it (no barrier since their reads: a missing "
@@ -614,7 +653,7 @@ class _Machine:
                              f"{lab} writes {key3[1]} stage {st} while round {t.round}'s copy into it is still landing",
                              op, {**self.who(ri, j, st, key3[1]), "landing_round": t.round})
 
-    def check_read(self, n: _State, ri: int, op: Op, j: int, st: int, buf: str, lab: str, *,
+    def check_read(self, n: _State, ri: int, op: Op, j: int, st: int, buf: str, lab: _Label, *,
                    asynchronous: bool) -> None:
         c, r = self.inst[ri]
         key3 = (c, buf, st)
@@ -676,7 +715,7 @@ class _Machine:
                          f"{self.inst[v.writer][1].name} with no fence.proxy.async between the stores and the "
                          "barrier", op, {**w, "writer": self.who(v.writer)})
 
-    def land(self, s: _State, tid: int) -> tuple[_State, str]:
+    def land(self, s: _State, tid: int) -> tuple[_State, _Event]:
         self.base = s.base
         n = s.copy()
         t = next(x for x in n.flight if x.tid == tid)
@@ -695,10 +734,9 @@ class _Machine:
         else:
             for key3 in t.targets:
                 n.content[key3] = _Content(t.round, "cp", t.issuer, gid=t.gid)
-        _, r = self.inst[t.issuer]
-        bufs = ",".join(sorted({b for _, b, _ in t.targets}))
+        landed = _Landed(t, self.inst[t.issuer][1].name, self.base)
         self.normalize(n)
-        return n, f"{t.kind} of {r.name} round {t.round + self.base} lands in {bufs} stage {t.targets[0][2]}"
+        return n, (landed,)
 
     def deadlock(self, s: _State) -> _Found:
         self.base = s.base
@@ -758,10 +796,10 @@ def explore(protocol: Protocol, iterations: int | None, *, fifo: bool = True, ma
     m.normalize(s0)
     seen.add(m.key(s0))
     # depth-first: each frame is a state, its moves, the next move to try, the event that led to it
-    stack: list[tuple[_State, list[tuple[str, Any, _State]], int, str]] = [(s0, m.moves(s0), 0, "start")]
+    stack: list[tuple[_State, list[tuple[str, Any, _State]], int, _Event]] = [(s0, m.moves(s0), 0, ("start",))]
 
     def trace() -> list[str]:
-        return [fr[3] for fr in stack[max(1, len(stack) - TRACE):]]
+        return ["".join(map(str, fr[3])) for fr in stack[max(1, len(stack) - TRACE):]]
 
     bound = MAX_SPREAD * m.period + protocol.max_lag
 
