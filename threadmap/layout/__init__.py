@@ -19,7 +19,9 @@ inside mirror CuTe's headers::
     atom.copy_atom     CopyAtom, TiledCopy, ThrCopy           atom/copy_atom.hpp
     atom.mma_traits    MMA atoms                              atom/mma_traits*.hpp
     atom.mma_atom      TiledMMA, ThrMMA                       atom/mma_atom.hpp
-    atom.mma_traits_sm90_gmma  GMMA smem layout atoms         atom/mma_traits_sm90_gmma.hpp
+    arch.mma_sm90_desc  the GMMA descriptor, what it reads    arch/mma_sm90_desc.hpp
+    atom.mma_traits_sm90_gmma  GMMA smem layout atoms,        atom/mma_traits_sm90_gmma.hpp
+                               make_gmma_desc
     atom.copy_traits_sm90_tma  TMA descriptors and images     atom/copy_traits_sm90_tma.hpp
     parse, calculator, printing, table, backend: threadmap's own (text, CLI, evaluation)
     tiled, mma_atoms: the former module names, re-exporting atom.*
@@ -30,6 +32,7 @@ Import order matters only in one direction: no module imports a later one, and
 
 
 from threadmap.layout import layout
+from threadmap.layout.arch.mma_sm90_desc import GmmaDescriptor, LayoutType, gmma_smem_addresses
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like, tuple_str
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,
@@ -83,10 +86,13 @@ from threadmap.layout.atom.mma_atom import (
 )
 from threadmap.layout.atom.mma_traits import MMA_ATOMS, MMAAtom, get_mma_atom, mma_atom_names
 from threadmap.layout.atom.mma_traits_sm90_gmma import (
+    GMMA_CANONICAL,
     GMMA_ELEMENT_BITS,
     GMMA_LAYOUT_ATOMS,
+    GmmaLayoutError,
     gmma_layout_atom,
     gmma_layout_atom_bits,
+    make_gmma_desc,
 )
 from threadmap.layout.atom.tile_ops import make_compact_layout
 from threadmap.layout.backend import Sym
@@ -153,7 +159,8 @@ __all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tm
            "make_tiled_copy_C", "make_tiled_copy_C_atom", "make_tiled_copy_S",
            "make_tiled_copy_D", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
            "partition_shape_C", "type_bits", "GMMA_LAYOUT_ATOMS", "gmma_layout_atom",
-           "gmma_layout_atom_bits", "GMMA_ELEMENT_BITS", "make_compact_layout", "fast_table",
+           "gmma_layout_atom_bits", "GMMA_ELEMENT_BITS", "GmmaDescriptor", "LayoutType", "gmma_smem_addresses",
+           "GMMA_CANONICAL", "GmmaLayoutError", "make_gmma_desc", "make_compact_layout", "fast_table",
            "CXX_TYPE_BITS", "UniversalCopy", "SM80_CP_ASYNC_CACHEALWAYS",
            "SM80_CP_ASYNC_CACHEALWAYS_ZFILL", "SM80_CP_ASYNC_CACHEGLOBAL",
            "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL", "AutoVectorizingCopy",

@@ -55,6 +55,7 @@ from threadmap.layout import _ as UNDERSCORE
 from threadmap.layout.int_tuple import flatten_to_tuple, product
 
 __all__ = [
+    "gmma_operands",
     "range_specs",
     "ELEMENT_TYPES",
     "MAX_SIZE",
@@ -417,6 +418,45 @@ def swizzles(draw: st.DrawFn, *, max_bits: int = 3, max_base: int = 4, max_shift
 
 def _log2(n: int) -> int:
     return n.bit_length() - 1
+
+
+class GmmaOperand(NamedTuple):
+    """One ``wgmma`` operand in shared memory as a kernel builds it: ``major``, element width,
+    the operand tensor's layout (``Sw o smem_ptr[Nb] o L``, ``L`` of shape ``(MN, K)``) and its
+    pointer's byte address."""
+
+    major: str
+    elem_bits: int
+    layout: ComposedLayout
+    start_address: int
+
+
+@st.composite
+def gmma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) -> GmmaOperand:
+    """A GMMA layout atom (``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom<T>``) tiled to a
+    stage with ``tile_to_shape``, cut to one ``wgmma``'s operand (MN = 64..256, K = 256 /
+    bits) with ``local_tile`` at a drawn coordinate, at a drawn 16-byte aligned address (on or
+    off the atom's boundary).  Shrinks toward the K-major interleaved atom at address 0."""
+    from threadmap.layout.atom.mma_traits_sm90_gmma import gmma_layout_atom
+    from threadmap.layout.tensor import local_tile, make_tensor
+
+    major = draw(st.sampled_from(["K", "MN"]))
+    swz = draw(st.sampled_from(["INTER", "SW32", "SW64", "SW128"]))
+    bits = draw(st.sampled_from(list(elem_bits)))
+    atom = draw(st.just(gmma_layout_atom(major, swz, bits)))
+    amn, ak = (int(x) for x in atom.layout_b.shape)
+    kb = 256 // bits
+    bmn = draw(st.sampled_from([64, 128, 256])) if major == "K" else max(64, amn)
+    stage_mn = bmn * draw(st.integers(1, 2))
+    stage_k = max(kb, ak if major == "K" else 8) * draw(st.sampled_from([1, 2, 4]))
+    assume(not (major == "K" and stage_k % ak) and not (major == "MN" and stage_mn % amn))
+    tile = atom.tile_to_shape((stage_mn, stage_k))
+    coord = (draw(st.integers(0, stage_mn // bmn - 1)), draw(st.integers(0, stage_k // kb - 1)))
+    t = local_tile(make_tensor(0, tile.layout_b), (bmn, kb), coord)
+    base = 16 * draw(st.integers(0, 4095))
+    offset = t.offset
+    assert isinstance(offset, int)
+    return GmmaOperand(major, bits, ComposedLayout(atom.layout_a, atom.offset, t.layout), base + offset * bits // 8)
 
 
 @st.composite

@@ -9,14 +9,18 @@ for the element-offset function).
 
 from __future__ import annotations
 
+from typing import Any
+
 from threadmap.errors import LayoutError
-from threadmap.layout.int_tuple import is_int
-from threadmap.layout.layout import Layout
+from threadmap.layout.arch.mma_sm90_desc import GMMA_MAJORS, GmmaDescriptor, LayoutType, layout_type_width
+from threadmap.layout.int_tuple import congruent, is_int, rank
+from threadmap.layout.layout import Layout, get, logical_divide, size, upcast
 from threadmap.layout.layout_composed import ComposedLayout
 from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.swizzle import Swizzle
 
-__all__ = ["gmma_layout_atom", "gmma_layout_atom_bits", "GMMA_LAYOUT_ATOMS", "GMMA_ELEMENT_BITS"]
+__all__ = ["gmma_layout_atom", "gmma_layout_atom_bits", "GMMA_LAYOUT_ATOMS", "GMMA_ELEMENT_BITS", "make_gmma_desc",
+           "GmmaLayoutError", "GMMA_CANONICAL", "gmma_smem_swizzle"]
 
 _GMMA_SW = {"INTER": 0, "SW32": 1, "SW64": 2, "SW128": 3}
 
@@ -86,3 +90,121 @@ def _gmma_presets() -> dict[str, ComposedLayout]:
 #: named presets, e.g. ``GMMA_LAYOUT_ATOMS["GMMA.Layout_K_SW128_Atom<f16>"]``
 GMMA_LAYOUT_ATOMS: dict[str, ComposedLayout] = _gmma_presets()
 
+
+
+# ----------------------------------------------------------------------------- descriptors
+#: the canonical forms ``make_gmma_desc`` accepts, in units of ``uint128_t`` (its comment)
+GMMA_CANONICAL: dict[tuple[str, LayoutType], str] = {
+    ("MN", LayoutType.INTERLEAVE): "Swizzle<0,4,3> o smem_ptr o ((1,n),(8,k)):((X,SBO),(1,LBO))",
+    ("MN", LayoutType.B32): "Swizzle<1,4,3> o smem_ptr o ((2,n),(8,k)):((1,LBO),(2,SBO))",
+    ("MN", LayoutType.B64): "Swizzle<2,4,3> o smem_ptr o ((4,n),(8,k)):((1,LBO),(4,SBO))",
+    ("MN", LayoutType.B128): "Swizzle<3,4,3> o smem_ptr o ((8,n),(8,k)):((1,LBO),(8,SBO))",
+    ("K", LayoutType.INTERLEAVE): "Swizzle<0,4,3> o smem_ptr o ((8,n),2):((1,SBO),LBO)",
+    ("K", LayoutType.B32): "Swizzle<1,4,3> o smem_ptr o ((8,n),2):((2,SBO),1)",
+    ("K", LayoutType.B64): "Swizzle<2,4,3> o smem_ptr o ((8,n),2):((4,SBO),1)",
+    ("K", LayoutType.B128): "Swizzle<3,4,3> o smem_ptr o ((8,n),2):((8,SBO),1)",
+}
+
+
+class GmmaLayoutError(LayoutError):
+    """A shared layout ``make_gmma_desc`` does not accept (a ``static_assert`` of the header:
+    the kernel does not compile): ``rule`` is the assert's message, ``canonical`` the form the
+    layout misses (empty before the layout type is known)."""
+
+    def __init__(self, rule: str, detail: str, canonical: str = "") -> None:
+        self.rule, self.detail, self.canonical = rule, detail, canonical
+        super().__init__(f"make_gmma_desc: {rule}: {detail}" + (f" (canonical form: {canonical})" if canonical else ""))
+
+
+def gmma_smem_swizzle(smem: Any, elem_bits: int) -> tuple[Swizzle, Layout]:
+    """The swizzle a shared tensor's *pointer* applies to byte addresses and the tensor's layout
+    of ``elem_bits``-bit elements: a GMMA atom's ``Sw o smem_ptr[Nb] o L`` (the swizzle as
+    given), ``Sw o L`` with ``Sw`` on element offsets (recast to bytes: the form a kernel gets
+    from ``make_tensor(make_smem_ptr(p), atom)``), or a plain ``L`` (``Swizzle<0,4,3>``, the
+    header's ``get_swizzle`` of an unswizzled pointer)."""
+    if isinstance(smem, Layout):
+        return Swizzle(0, 4, 3), smem
+    if isinstance(smem, ComposedLayout) and isinstance(smem.layout_a, Swizzle) and isinstance(smem.layout_b, Layout):
+        if isinstance(smem.offset, SmemPtrFlag):
+            if smem.offset.bits != elem_bits:
+                raise LayoutError(f"make_gmma_desc: {smem} is a layout of {smem.offset.bits}-bit elements, the "
+                                  f"tensor's are {elem_bits}-bit")
+            return smem.layout_a, smem.layout_b
+        if smem.offset == 0:
+            sw = smem.layout_a
+            return (sw.recast(elem_bits, 8) if sw.num_bits else Swizzle(0, 4, 3)), smem.layout_b
+    raise LayoutError(f"make_gmma_desc: a shared tensor's layout is a Layout, Swizzle o Layout or a GMMA atom's "
+                      f"Swizzle o smem_ptr o Layout, got {smem!r}")
+
+
+def _leaf_strides(canonical: Layout) -> tuple[int, int, int, int]:
+    (s00, s01), (s10, s11) = canonical.stride
+    return int(s00), int(s01), int(s10), int(s11)
+
+
+def make_gmma_desc(major: str, smem: Any, elem_bits: int = 16, start_address: int = 0) -> GmmaDescriptor:
+    """``SM90::GMMA::make_gmma_desc<Major>(tensor)`` for a shared tensor of ``elem_bits``-bit
+    elements whose (unswizzled) pointer is the byte ``start_address`` and whose layout is
+    ``smem`` (:func:`gmma_smem_swizzle` says which forms), rank 2: ``(MN, K)`` of one
+    ``wgmma``'s operand.  Follows the header: recast to ``uint128_t``, the layout type from
+    the pointer's swizzle, ``logical_divide`` by the canonical tile, the profile and stride
+    asserts, then SBO and LBO.  A layout the header rejects raises :class:`GmmaLayoutError`
+    quoting the canonical form.  Law: :func:`gmma_smem_addresses` of the result are the
+    tensor's own swizzled addresses ``Sw(start_address + smem(i, j) * elem_bits / 8)``."""
+    if major not in GMMA_MAJORS:
+        raise LayoutError(f"make_gmma_desc: the major mode is 'K' or 'MN', got {major!r}")
+    if not is_int(elem_bits) or elem_bits not in (4, 8, 16, 32, 64):
+        raise LayoutError(f"make_gmma_desc: GMMA operands have 4-, 8-, 16-, 32- or 64-bit elements, got "
+                          f"{elem_bits!r}")
+    if not is_int(start_address) or not 0 <= start_address < 1 << 32:
+        raise LayoutError(f"make_gmma_desc: the start address is a 32-bit shared address, got {start_address!r}")
+    sw, lay = gmma_smem_swizzle(smem, int(elem_bits))
+    if rank(lay.shape) != 2:
+        raise GmmaLayoutError("GMMA Descriptors can only be constructed on rank-2 tensors",
+                              f"{lay} has rank {rank(lay.shape)}")
+    if sw.num_base != 4 or sw.num_shft != 3 or not 0 <= sw.num_bits <= 3:
+        raise GmmaLayoutError("Unsupported layout swizzle", f"{sw} on byte addresses; GMMA takes Swizzle<B,4,3>, "
+                              "B = 0..3")
+    lt = {0: LayoutType.INTERLEAVE, 1: LayoutType.B32, 2: LayoutType.B64, 3: LayoutType.B128}[sw.num_bits]
+    canon = GMMA_CANONICAL[(major, lt)]
+    try:
+        u128 = upcast(lay, 128 // int(elem_bits))
+    except LayoutError as e:
+        raise GmmaLayoutError("recast to uint128_t fails", f"{lay}: {e}", canon) from None
+    w = layout_type_width(lt)
+    bits = int(elem_bits)
+    if major == "MN":
+        ksize = size(get(u128, 1))
+        if ksize not in (256 // bits, 128 // bits, 512 // bits):
+            raise GmmaLayoutError("Not a canonical GMMA_MN Layout: Expected K-size 256/sizeof_bits<T> for dense or "
+                                  "(128|512)/sizeof_bits<T> for sparse", f"K-size {ksize} in {lay}", canon)
+        canonical = logical_divide(u128, (Layout(w, 1), Layout(8, 1)))
+    else:
+        if size(get(u128, 0)) % 8:
+            raise GmmaLayoutError("Not a canonical GMMA_K Layout: Expected MN-size multiple of 8",
+                                  f"MN-size {size(get(u128, 0))} (uint128_t) in {lay}", canon)
+        if size(get(u128, 1)) not in (2, 4):
+            raise GmmaLayoutError("Not a canonical GMMA_K Layout: Expected K-size 2 for dense or 4 for sparse (in "
+                                  "units of uint128_t)", f"K-size {size(get(u128, 1))} in {u128}", canon)
+        canonical = logical_divide(u128, (Layout(8, 1), Layout(2, 1)))
+    if not congruent(canonical.shape, ((1, 1), (1, 1))):
+        raise GmmaLayoutError(f"Not a canonical GMMA_{major} Layout: Expected profile failure",
+                              f"{canonical} (uint128_t) is not ((x,x),(x,x))", canon)
+    s00, s01, s10, s11 = _leaf_strides(canonical)
+    if major == "MN":
+        if lt != LayoutType.INTERLEAVE and s00 != 1 or s10 != w:
+            raise GmmaLayoutError("Not a canonical GMMA_MN Layout: Expected stride failure",
+                                  f"{canonical} (uint128_t) needs stride<0,0> "
+                                  + ("any" if lt == LayoutType.INTERLEAVE else "1") + f", stride<1,0> {w}", canon)
+        sbo, lbo = (s01, s11) if lt == LayoutType.INTERLEAVE else (s11, s01)
+    else:
+        if s00 != w or lt != LayoutType.INTERLEAVE and s10 != 1:
+            raise GmmaLayoutError("Not a canonical GMMA_K Layout: Expected stride failure",
+                                  f"{canonical} (uint128_t) needs stride<0,0> {w}, stride<1,0> "
+                                  + ("any" if lt == LayoutType.INTERLEAVE else "1"), canon)
+        sbo, lbo = s01, s10
+    # the bit fields are uint16_t : 14 -- C++ stores the strides cut to 14 bits, and the start
+    # address is cut to uint16_t before the field takes its 14 bits
+    return GmmaDescriptor(start_address=(int(start_address) >> 4 & 0xFFFF) & 0x3FFF,
+                          leading_byte_offset=lbo & 0xFFFF & 0x3FFF, stride_byte_offset=sbo & 0xFFFF & 0x3FFF,
+                          base_offset=0, layout_type=lt)

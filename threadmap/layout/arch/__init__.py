@@ -1,0 +1,1 @@
+"""CuTe's ``cute/arch/`` facts threadmap models: the SM90 GMMA shared-memory descriptor."""
