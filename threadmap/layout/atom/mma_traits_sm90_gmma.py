@@ -18,9 +18,10 @@ from threadmap.layout.layout import Layout, get, logical_divide, size, upcast
 from threadmap.layout.layout_composed import ComposedLayout
 from threadmap.layout.pointer_flagged import SmemPtrFlag
 from threadmap.layout.swizzle import Swizzle
+from threadmap.layout.tensor import local_tile, make_tensor
 
 __all__ = ["gmma_layout_atom", "gmma_layout_atom_bits", "GMMA_LAYOUT_ATOMS", "GMMA_ELEMENT_BITS", "make_gmma_desc",
-           "GmmaLayoutError", "GMMA_CANONICAL", "gmma_smem_swizzle"]
+           "GmmaLayoutError", "GMMA_CANONICAL", "gmma_smem_swizzle", "make_gmma_desc_tensor"]
 
 _GMMA_SW = {"INTER": 0, "SW32": 1, "SW64": 2, "SW128": 3}
 
@@ -208,3 +209,31 @@ def make_gmma_desc(major: str, smem: Any, elem_bits: int = 16, start_address: in
     return GmmaDescriptor(start_address=(int(start_address) >> 4 & 0xFFFF) & 0x3FFF,
                           leading_byte_offset=lbo & 0xFFFF & 0x3FFF, stride_byte_offset=sbo & 0xFFFF & 0x3FFF,
                           base_offset=0, layout_type=lt)
+
+
+def make_gmma_desc_tensor(major: str, smem: Any, block: tuple[int, int], elem_bits: int = 16,
+                          start_address: int = 0) -> dict[tuple[int, int], GmmaDescriptor]:
+    """The descriptors a kernel issues for a stage ``smem`` of shape ``(MN, K)`` cut into
+    ``block``-shaped wgmma operands (``MakeTensor<GMMA::smem_desc<Major>>``): the first
+    block's :func:`make_gmma_desc`, and for block ``(i, k)`` that descriptor advanced by the
+    block's offset in ``uint128_t`` (``DescriptorIterator + offset``).  Law: each entry equals
+    :func:`make_gmma_desc` of ``local_tile(stage, block, (i, k))`` at its own address."""
+    sw, lay = gmma_smem_swizzle(smem, int(elem_bits))
+    if rank(lay.shape) != 2 or len(block) != 2:
+        raise LayoutError(f"make_gmma_desc_tensor: a stage and a block are (MN, K), got {lay} and {block!r}")
+    t = make_tensor(0, lay)
+    first = local_tile(t, block, (0, 0))
+    base = make_gmma_desc(major, ComposedLayout(sw, SmemPtrFlag(int(elem_bits)), first.layout), elem_bits,
+                          start_address)
+    out: dict[tuple[int, int], GmmaDescriptor] = {}
+    (mn, k), (bm, bk) = (size(get(lay, 0)), size(get(lay, 1))), block
+    if mn % bm or k % bk:
+        raise LayoutError(f"make_gmma_desc_tensor: the block {block} does not divide the stage {(mn, k)}")
+    for i in range(mn // bm):
+        for j in range(k // bk):
+            off_bits = int(local_tile(t, block, (i, j)).offset) * int(elem_bits)
+            if off_bits % 128:
+                raise GmmaLayoutError("recast to uint128_t fails", f"block {(i, j)} starts {off_bits} bits into "
+                                      "the stage, not a multiple of 128")
+            out[(i, j)] = base + off_bits // 128
+    return out

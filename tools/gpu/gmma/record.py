@@ -1,0 +1,47 @@
+"""Turn the H200's wgmma probe output into the record the tests read, with the model's verdict.
+
+    python tools/gpu/gmma/record.py RUN_DIR    # RUN_DIR holds wgmma_out.bin, memcheck_summary.json
+
+Writes docs/hardware/gmma/wgmma_h200.json: per case its status, the SHA-256 of the measured D
+(64 x N f32, row-major bytes), and how many of D's elements differ from the model's prediction
+(``cases.predicted``); the tests recompute the prediction and compare it with the measured hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cases import CASES, predicted, probe_cases  # noqa: E402
+from probe_io import STATUS, read_results  # noqa: E402
+
+RECORD = HERE.parents[2] / "docs" / "hardware" / "gmma" / "wgmma_h200.json"
+
+
+def main(run: Path) -> None:
+    results = read_results(run / "wgmma_out.bin", probe_cases())
+    out: dict[str, object] = {}
+    differ = 0
+    for c, r in zip(CASES, results):
+        d = r["D"]
+        pred = predicted(c)
+        n_diff = int((d != pred).sum()) if r["status"] == 0 else -1
+        differ += n_diff != 0
+        out[c.id] = {"status": STATUS.get(r["status"], str(r["status"])), "n": c.n, "dtype": c.dtype,
+                     "alter": c.alter, "sha256_D": hashlib.sha256(d.astype("<f4").tobytes()).hexdigest(),
+                     "elements_differing_from_model": n_diff}
+    memcheck = json.loads((run / "memcheck_summary.json").read_text()) if (run / "memcheck_summary.json").exists() \
+        else None
+    RECORD.parent.mkdir(parents=True, exist_ok=True)
+    RECORD.write_text(json.dumps({"device": "NVIDIA H200 (sm_90a)", "cases": out, "memcheck": memcheck},
+                                 indent=1) + "\n")
+    print(f"{len(out)} cases, {differ} differ from the model; record in {RECORD}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
