@@ -231,7 +231,9 @@ def make_gmma_desc_tensor(major: str, smem: Any, block: tuple[int, int], elem_bi
         raise LayoutError(f"make_gmma_desc_tensor: the block {block} does not divide the stage {(mn, k)}")
     for i in range(mn // bm):
         for j in range(k // bk):
-            off_bits = int(local_tile(t, block, (i, j)).offset) * int(elem_bits)
+            off = local_tile(t, block, (i, j)).offset
+            assert isinstance(off, int)
+            off_bits = off * int(elem_bits)
             if off_bits % 128:
                 raise GmmaLayoutError("recast to uint128_t fails", f"block {(i, j)} starts {off_bits} bits into "
                                       "the stage, not a multiple of 128")
