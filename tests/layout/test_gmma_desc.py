@@ -103,3 +103,25 @@ def test_a_field_out_of_its_width_is_a_clear_error(field: str, value: int) -> No
           "layout_type": LayoutType.B128, field: value}
     with pytest.raises(LayoutError, match=field):
         GmmaDescriptor(**kw)
+
+
+@pytest.mark.parametrize("major", ["K", "MN"])
+@pytest.mark.parametrize("swizzle", ["INTER", "SW32", "SW64", "SW128"])
+@pytest.mark.parametrize("bits", [8, 16, 32])
+def test_the_descriptor_tensor_is_each_blocks_own_descriptor(major: str, swizzle: str, bits: int) -> None:
+    from threadmap.layout import local_tile, make_tensor
+    from threadmap.layout.atom.mma_traits_sm90_gmma import make_gmma_desc_tensor
+
+    atom = gmma_layout_atom(major, swizzle, bits)
+    kb = 256 // bits
+    stage = (128, max(kb, int(atom.layout_b.shape[1])) * 2) if major == "K" else \
+        (max(128, int(atom.layout_b.shape[0])), kb * 4)
+    tile = atom.tile_to_shape(stage)
+    block = (64, kb)
+    descs = make_gmma_desc_tensor(major, tile, block, bits, 2048)
+    assert len(descs) == (stage[0] // 64) * (stage[1] // kb)
+    for (i, j), d in descs.items():
+        t = local_tile(make_tensor(0, tile.layout_b), block, (i, j))
+        own = make_gmma_desc(major, ComposedLayout(atom.layout_a, atom.offset, t.layout), bits,
+                             2048 + int(t.offset) * bits // 8)  # type: ignore[arg-type]
+        assert d == own
