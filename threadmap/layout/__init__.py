@@ -92,7 +92,9 @@ from threadmap.layout.atom.mma_traits_sm90_gmma import (
     GmmaLayoutError,
     gmma_layout_atom,
     gmma_layout_atom_bits,
+    gmma_smem_swizzle,
     make_gmma_desc,
+    make_gmma_desc_tensor,
 )
 from threadmap.layout.atom.tile_ops import make_compact_layout
 from threadmap.layout.backend import Sym
@@ -160,7 +162,8 @@ __all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tm
            "make_tiled_copy_D", "make_tiled_mma", "partition_shape_A", "partition_shape_B",
            "partition_shape_C", "type_bits", "GMMA_LAYOUT_ATOMS", "gmma_layout_atom",
            "gmma_layout_atom_bits", "GMMA_ELEMENT_BITS", "GmmaDescriptor", "LayoutType", "gmma_smem_addresses",
-           "GMMA_CANONICAL", "GmmaLayoutError", "make_gmma_desc", "make_compact_layout", "fast_table",
+           "GMMA_CANONICAL", "GmmaLayoutError", "make_gmma_desc", "make_gmma_desc_tensor",
+           "gmma_smem_swizzle", "make_compact_layout", "fast_table",
            "CXX_TYPE_BITS", "UniversalCopy", "SM80_CP_ASYNC_CACHEALWAYS",
            "SM80_CP_ASYNC_CACHEALWAYS_ZFILL", "SM80_CP_ASYNC_CACHEGLOBAL",
            "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL", "AutoVectorizingCopy",

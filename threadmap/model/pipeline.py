@@ -9,12 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import numpy as np
+
 import threadmap.layout as L
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.pipeline import Block, Op, Protocol, Role
 from threadmap.pipeline.program import OpKind
 from threadmap.spec.expr import parse_expr
-from threadmap.spec.schema import BarrierArgs, BufferArgs, PipelineBlock, PipelineOp, PipelineSpec
+from threadmap.spec.schema import BarrierArgs, BufferArgs, GmmaOperandSpec, PipelineBlock, PipelineOp, PipelineSpec
 
 Fail = Callable[[Sequence[Any], str], SpecError]
 #: the named barrier every role takes part in (``__syncthreads``)
@@ -40,12 +42,37 @@ class TmaModel:
 
 
 @dataclass(frozen=True)
+class GmmaOperandModel:
+    """One wgmma operand read through a descriptor: the descriptors ``make_gmma_desc`` builds
+    for every instruction block of stage 0 (none when the header rejects the layout: ``error``),
+    where stage 0 is placed (``placed_at``: the buffer's alignment when it is below the
+    swizzle's period, the worst case; else 0), who writes the stage (``tma``, or the generic
+    stores' ``offset`` / ``address`` swizzle), and what goes wrong: elements whose writer and
+    the tensor core disagree on the address (the swizzle's phase), elements a hand-written
+    descriptor reads elsewhere than the built one; each ``(count, witness)``."""
+
+    operand: str
+    tensor: str
+    major: str
+    block: tuple[int, int]
+    descriptors: dict[tuple[int, int], L.GmmaDescriptor]
+    error: L.GmmaLayoutError | None
+    placed_at: int
+    required_align: int
+    writer: str
+    phase_mismatch: tuple[int, dict[str, Any]] | None
+    fields_mismatch: tuple[int, dict[str, Any]] | None
+    path: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class PipelineModel:
     """The bound pipeline: its protocol, trip count, TMA copies, and where it is in the spec."""
 
     protocol: Protocol
     iterations: int
     tma: dict[str, TmaModel] = field(default_factory=dict)
+    gmma: tuple[GmmaOperandModel, ...] = ()
     #: sizes the protocol depends on besides through the trip count (a proof over sizes needs none)
     size_dependent: tuple[str, ...] = ()
     #: the trip count's expression
@@ -117,7 +144,12 @@ def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[s
                               rpath))
     syncs.setdefault(SYNCTHREADS, tuple(spec.roles))
     protocol = Protocol(spec.stages, tuple(out_roles), barriers, buffers, syncs, spec.cluster, base)
-    return PipelineModel(protocol, iterations, tma, tuple(sorted(used)), spec.iterations)
+    gmma: tuple[GmmaOperandModel, ...] = ()
+    if spec.gmma is not None:
+        filled = {t.smem for t in tma.values() if t.copy.op != "SM90_TMA_STORE"}
+        gmma = tuple(_gmma(name, o, tensors, filled, by_address, (*base, "gmma", name), fail)
+                     for name, o in (("a", spec.gmma.a), ("b", spec.gmma.b)) if o is not None)
+    return PipelineModel(protocol, iterations, tma, gmma, tuple(sorted(used)), spec.iterations)
 
 
 def _stage_bytes(t: Any) -> int:
@@ -229,3 +261,73 @@ def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elem
     return TmaModel(name, copy, gname, sname, nbytes, need, s.align if sname not in by_address else need, misplaced,
                     path)
 
+
+
+def _first_mismatch(want: Any, got: Any, names: tuple[str, str],
+                    extra: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """How many elements of two (MN, K) address grids differ, and the first one as a witness."""
+    bad = np.argwhere(want != got)
+    if not len(bad):
+        return None
+    i, j = (int(x) for x in bad[0])
+    return len(bad), {"element": [i, j], names[0]: int(want[i, j]), names[1]: int(got[i, j]), **extra}
+
+
+def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set[str], by_address: frozenset[str],
+          path: tuple[Any, ...], fail: Fail) -> GmmaOperandModel:
+    t = tensors.get(o.tensor)
+    if t is None or t.memory != "shared":
+        raise fail((*path, "tensor"), f"{o.tensor!r} is not a shared tensor of this spec")
+    if len(t.shape) != 2:
+        raise fail((*path, "tensor"), f"{o.tensor} has {len(t.shape)} modes; a wgmma operand's stage is (MN, K)")
+    bits = t.elem_bits
+    if bits not in (8, 16, 32):
+        raise fail((*path, "tensor"), f"{o.tensor} has {bits}-bit elements; wgmma reads 8-, 16- or 32-bit ones "
+                                      "from shared memory")
+    mn, k = t.shape
+    kb = 256 // bits
+    if name == "a":
+        if o.n is not None:
+            raise fail((*path, "n"), "n is B's extent; A's is 64 per instruction")
+        bm = 64
+    else:
+        bm = o.n if o.n is not None else min(mn, 256)
+    if mn % bm or k % kb:
+        raise fail((*path, "tensor"), f"{o.tensor} is {mn} x {k}; one wgmma reads {bm} x {kb} of it (the block "
+                                      "must divide the stage)")
+    writer = "tma" if o.tensor in filled else ("address" if o.tensor in by_address else "offset")
+    try:
+        sw, inner = L.gmma_smem_swizzle(t.layout, bits)
+    except ThreadmapError as ex:
+        raise fail((*path, "tensor"), str(ex)) from None
+    need = 1 << (sw.num_bits + sw.num_base + sw.num_shft) if sw.num_bits else 16
+    placed = t.align if t.align < need else 0
+    try:
+        descs = L.make_gmma_desc_tensor(o.major, t.layout, (bm, kb), bits, placed)
+    except L.GmmaLayoutError as ex:
+        return GmmaOperandModel(name, o.tensor, o.major, (bm, kb), {}, ex, placed, need, writer, None, None, path)
+    except ThreadmapError as ex:
+        raise fail((*path, "tensor"), str(ex)) from None
+    ii, jj = np.meshgrid(np.arange(mn, dtype=np.int64), np.arange(k, dtype=np.int64), indexing="ij")
+    reads = np.zeros((mn, k), dtype=np.int64)
+    for (bi, bj), d in descs.items():
+        reads[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb] = L.gmma_smem_addresses(d, o.major, bm, kb, bits)
+    if writer == "offset":
+        writes = placed + np.asarray(t.layout((ii, jj)), dtype=np.int64) * bits // 8
+    else:
+        writes = np.asarray(sw(placed + np.asarray(inner((ii, jj)), dtype=np.int64) * bits // 8), dtype=np.int64)
+    phase = _first_mismatch(writes, reads, ("writer_address", "reader_address"), {"placed_at": placed})
+    fields = None
+    if o.descriptor is not None:
+        d0 = descs[(0, 0)]
+        lt = L.LayoutType[o.descriptor.layout_type] if o.descriptor.layout_type else d0.layout_type
+        given = {ij: L.GmmaDescriptor(d.start_address, o.descriptor.lbo, o.descriptor.sbo, 0, lt)
+                 for ij, d in descs.items()}
+        hand = np.zeros_like(reads)
+        for (bi, bj), d in given.items():
+            hand[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb] = L.gmma_smem_addresses(d, o.major, bm, kb, bits)
+        fields = _first_mismatch(reads, hand, ("built_reads", "given_reads"),
+                                 {"built": {"lbo": d0.leading_byte_offset, "sbo": d0.stride_byte_offset,
+                                            "layout_type": d0.layout_type.name},
+                                  "given": {"lbo": o.descriptor.lbo, "sbo": o.descriptor.sbo, "layout_type": lt.name}})
+    return GmmaOperandModel(name, o.tensor, o.major, (bm, kb), descs, None, placed, need, writer, phase, fields, path)

@@ -287,6 +287,34 @@ class TmaCopySpec(_Model):
     multicast: StrictInt = Field(1, ge=1, le=16, description="CTAs sharing the tile (each loads 1/multicast)")
 
 
+class GmmaFieldsSpec(_Model):
+    """A descriptor's fields as the kernel writes them by hand (instead of ``make_gmma_desc``):
+    offsets in 16-byte units."""
+
+    lbo: StrictInt = Field(ge=0, lt=1 << 14, description="leading byte offset (16-byte units)")
+    sbo: StrictInt = Field(ge=0, lt=1 << 14, description="stride byte offset (16-byte units)")
+    layout_type: Literal["INTERLEAVE", "B128", "B64", "B32"] | None = Field(
+        None, description="the swizzle mode (default: the one make_gmma_desc derives)")
+
+
+class GmmaOperandSpec(_Model):
+    """One wgmma operand read from shared memory through a descriptor."""
+
+    tensor: str = Field(description="the shared tensor (MN, K) holding the operand's stage")
+    major: Literal["K", "MN"] = Field(description="GMMA::Major of the instruction for this operand (tnspA/B)")
+    n: StrictInt | None = Field(None, ge=8, le=256, multiple_of=8,
+                                description="B only: the instruction's N (default: the tile's MN extent, at most 256)")
+    descriptor: GmmaFieldsSpec | None = Field(None, description="hand-written descriptor fields, checked against "
+                                                                "the ones make_gmma_desc builds")
+
+
+class GmmaSpec(_Model):
+    """The warpgroup MMA's shared-memory operands (``SM90_64xNxK_*_SS``; A may come from registers)."""
+
+    a: GmmaOperandSpec | None = Field(None, description="A (64 x K per instruction); omit for A from registers")
+    b: GmmaOperandSpec = Field(description="B (N x K per instruction)")
+
+
 class PipelineSpec(_Model):
     """An asynchronous pipeline: a ring of ``stages`` shared stages, mbarrier arrays, roles."""
 
@@ -301,6 +329,7 @@ class PipelineSpec(_Model):
     tma: dict[str, TmaCopySpec] = Field(default_factory=dict)
     syncs: dict[str, list[str]] = Field(default_factory=dict, description="named barriers: name -> member roles")
     roles: dict[str, RoleSpec] = Field(min_length=1)
+    gmma: GmmaSpec | None = Field(None, description="the wgmma operands the consumers' mma reads through descriptors")
 
 
 class SectorBound(_Model):

@@ -60,6 +60,51 @@ def tma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
     return out
 
 
+def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
+    """The wgmma operands' findings, located at ``pipeline.gmma.<a|b>``: a layout
+    ``make_gmma_desc`` rejects (``gmma_descriptor``, quoting the canonical form it misses), a
+    writer and the tensor core disagreeing on the swizzle's phase (``gmma_swizzle_phase``, the
+    two addresses as the witness), hand-written fields reading elsewhere than the built ones
+    (``gmma_descriptor_fields``)."""
+    out = []
+    for g in pipe.gmma:
+        at = where(g.path)
+        what = f"{at}: wgmma operand {g.operand.upper()} ({g.tensor}, {g.major}-major)"
+        if g.error is not None:
+            out.append(Finding(check="pipeline", kind="gmma_descriptor",
+                               witness={"operand": g.operand, "tensor": g.tensor, "rule": g.error.rule,
+                                        "detail": g.error.detail, "canonical": g.error.canonical,
+                                        "when": "compile time", "at": at},
+                               message=f"{what}: make_gmma_desc rejects the layout: {g.error.rule} -- "
+                                       f"{g.error.detail}" + (f"; the canonical form is {g.error.canonical}"
+                                                              if g.error.canonical else "")
+                                       + " (a static_assert: the kernel does not compile)"))
+        if g.phase_mismatch is not None:
+            n, w = g.phase_mismatch
+            out.append(Finding(check="pipeline", kind="gmma_swizzle_phase",
+                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n,
+                                        "writer": g.writer, "required_align": g.required_align, **w, "at": at},
+                               message=f"{what}: its stage placed {g.placed_at} bytes off the swizzle's "
+                                       f"{g.required_align}-byte period is written with the swizzle counted from "
+                                       f"the tile's start ({g.writer}) but the tensor core swizzles absolute "
+                                       f"addresses: {n} elements read wrong (element {tuple(w['element'])} "
+                                       f"written at byte {w['writer_address']}, read from byte "
+                                       f"{w['reader_address']})"))
+        if g.fields_mismatch is not None:
+            n, w = g.fields_mismatch
+            out.append(Finding(check="pipeline", kind="gmma_descriptor_fields",
+                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n, **w, "at": at},
+                               message=f"{what}: the hand-written descriptor (LBO {w['given']['lbo']}, SBO "
+                                       f"{w['given']['sbo']}, {w['given']['layout_type']}) is not make_gmma_desc's "
+                                       f"(LBO {w['built']['lbo']}, SBO {w['built']['sbo']}, "
+                                       f"{w['built']['layout_type']}): {n} elements read from the wrong address "
+                                       f"(element {tuple(w['element'])}: byte {w['given_reads']} instead of "
+                                       f"{w['built_reads']})"
+                                       + (" -- LBO and SBO swapped" if (w['given']['lbo'], w['given']['sbo'])
+                                          == (w['built']['sbo'], w['built']['lbo']) else "")))
+    return out
+
+
 def protocol_findings(where: Any, e: Exploration) -> list[Finding]:
     """The explorer's findings as report findings, located at their operations' lines."""
     return [_finding(f, where) for f in e.findings]
@@ -105,7 +150,7 @@ def check_pipeline(model: KernelModel) -> CheckResult:
     pipe = model.pipeline
     assert pipe is not None
     e, trips = explore_model(pipe)
-    findings = tma_findings(pipe, model.where) + protocol_findings(model.where, e)
+    findings = tma_findings(pipe, model.where) + gmma_findings(pipe, model.where) + protocol_findings(model.where, e)
     by_kind: dict[str, int] = {}
     for f in findings:
         by_kind[f.kind] = by_kind.get(f.kind, 0) + 1
