@@ -5,15 +5,13 @@ error (exit 2)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import threadmap.api as api
 import threadmap.layout as L
-from threadmap.errors import SpecError
+from tests.support.located import assert_located_error
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "specs" / "pipeline" / "sm90_gmma_converted_operands.yaml"
@@ -85,10 +83,4 @@ def test_a_bad_gmma_block_is_a_located_error(tmp_path: Path, old: str, new: str,
     assert old in BASE
     p = tmp_path / "v.yaml"
     p.write_text(BASE.replace(old, new, 1))
-    with pytest.raises(SpecError) as e:
-        api.verify_spec(p)
-    msg = str(e.value)
-    assert msg.startswith(f"{p}:") and where in msg and says in msg, msg
-    cli = subprocess.run([sys.executable, "-m", "threadmap", "verify", str(p)], capture_output=True, text=True,
-                         timeout=120)
-    assert cli.returncode == 2 and "Traceback" not in cli.stderr
+    assert_located_error(p, where, says)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import threadmap.api as api
+from tests.support.located import assert_located_error
 from threadmap.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,13 +38,7 @@ def variant(tmp_path: Path, old: str, new: str) -> Path:
 ])
 def test_a_bad_pipeline_is_a_located_error(tmp_path: Path, old: str, new: str, where: str, says: str) -> None:
     p = variant(tmp_path, old, new)
-    with pytest.raises(SpecError) as e:
-        api.verify_spec(p)
-    msg = str(e.value)
-    assert msg.startswith(f"{p}:") and where in msg and says in msg, msg
-    cli = subprocess.run([sys.executable, "-m", "threadmap", "verify", str(p)], capture_output=True, text=True,
-                         timeout=120)
-    assert cli.returncode == 2 and "Traceback" not in cli.stderr
+    assert_located_error(p, where, says)
 
 
 def test_after_loop_needs_a_k_loop_first(tmp_path: Path) -> None:
