@@ -308,10 +308,15 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
         return GmmaOperandModel(name, o.tensor, o.major, (bm, kb), {}, ex, placed, need, writer, None, None, path)
     except ThreadmapError as ex:
         raise fail((*path, "tensor"), str(ex)) from None
+    def stage_reads(ds: Mapping[tuple[int, int], L.GmmaDescriptor]) -> Any:
+        # the byte address the tensor core reads for each (MN, K) element of the stage
+        out = np.zeros((mn, k), dtype=np.int64)
+        for (bi, bj), d in ds.items():
+            out[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb] = L.gmma_smem_addresses(d, o.major, bm, kb, bits)
+        return out
+
     ii, jj = np.meshgrid(np.arange(mn, dtype=np.int64), np.arange(k, dtype=np.int64), indexing="ij")
-    reads = np.zeros((mn, k), dtype=np.int64)
-    for (bi, bj), d in descs.items():
-        reads[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb] = L.gmma_smem_addresses(d, o.major, bm, kb, bits)
+    reads = stage_reads(descs)
     if writer == "offset":
         writes = placed + np.asarray(t.layout((ii, jj)), dtype=np.int64) * bits // 8
     else:
@@ -321,11 +326,8 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
     if o.descriptor is not None:
         d0 = descs[(0, 0)]
         lt = L.LayoutType[o.descriptor.layout_type] if o.descriptor.layout_type else d0.layout_type
-        given = {ij: L.GmmaDescriptor(d.start_address, o.descriptor.lbo, o.descriptor.sbo, 0, lt)
-                 for ij, d in descs.items()}
-        hand = np.zeros_like(reads)
-        for (bi, bj), d in given.items():
-            hand[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb] = L.gmma_smem_addresses(d, o.major, bm, kb, bits)
+        hand = stage_reads({ij: L.GmmaDescriptor(d.start_address, o.descriptor.lbo, o.descriptor.sbo, 0, lt)
+                            for ij, d in descs.items()})
         fields = _first_mismatch(reads, hand, ("built_reads", "given_reads"),
                                  {"built": {"lbo": d0.leading_byte_offset, "sbo": d0.stride_byte_offset,
                                             "layout_type": d0.layout_type.name},
