@@ -288,7 +288,7 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
          warp: int = 0, step: int = 0, svg: bool = False) -> ShowResult:
     """Draw each stage's tiles like CuTe's print_layout (thread/value per cell) and the bank or
     sector map of one warp instruction."""
-    from threadmap.render import access_map, page_svg, pipeline_svg, pipeline_text, tile_grid
+    from threadmap.render import access_map, gmma_svg, gmma_text, page_svg, pipeline_svg, pipeline_text, tile_grid
 
     envs = models(spec, sizes)
     model = envs[0]
@@ -321,11 +321,22 @@ def show(spec: SpecLike, *, sizes: Mapping[str, int] | None = None, stage: int |
             parts.append(access_map(t, block, step=step, warp=warp))
             if t.side == "dst" and "ldgsts_src" in t.meta and ldgsts_rule(cp.dst):
                 parts.append(_ldgsts_line(t, t.meta["ldgsts_src"], cp.dst, warp, step))
+    gmma_pictures = []
     if model.pipeline is not None:
         parts.append(pipeline_text(model.pipeline.protocol))
+        for g in model.pipeline.gmma:
+            if g.error is not None or not g.descriptors:
+                parts.append(f"wgmma operand {g.operand.upper()} ({g.tensor}): no descriptor: {g.error}")
+                continue
+            d = g.descriptors[(0, 0)]
+            title = (f"wgmma operand {g.operand.upper()} ({g.tensor}, {g.major}-major), block (0,0) of "
+                     f"{g.block[0]} x {g.block[1]}, stage placed at byte {g.placed_at}")
+            parts.append(gmma_text(title, d, g.major, g.block, g.elem_bits))
+            gmma_pictures.append(gmma_svg(title, d, g.major, g.block, g.elem_bits))
     picture = None
     if svg:
-        picture = page_svg(tables, block) if tables or model.pipeline is None else pipeline_svg(model.pipeline.protocol)
+        picture = page_svg(tables, block) if tables or model.pipeline is None else \
+            (gmma_pictures[0] if gmma_pictures else pipeline_svg(model.pipeline.protocol))
     return ShowResult("\n".join(parts), picture, tables, tuple(warnings))
 
 

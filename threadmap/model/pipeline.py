@@ -54,6 +54,7 @@ class GmmaOperandModel:
     operand: str
     tensor: str
     major: str
+    elem_bits: int
     block: tuple[int, int]
     descriptors: dict[tuple[int, int], L.GmmaDescriptor]
     error: L.GmmaLayoutError | None
@@ -305,7 +306,7 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
     try:
         descs = L.make_gmma_desc_tensor(o.major, t.layout, (bm, kb), bits, placed)
     except L.GmmaLayoutError as ex:
-        return GmmaOperandModel(name, o.tensor, o.major, (bm, kb), {}, ex, placed, need, writer, None, None, path)
+        return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), {}, ex, placed, need, writer, None, None, path)
     except ThreadmapError as ex:
         raise fail((*path, "tensor"), str(ex)) from None
     def stage_reads(ds: Mapping[tuple[int, int], L.GmmaDescriptor]) -> Any:
@@ -332,4 +333,5 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
                                  {"built": {"lbo": d0.leading_byte_offset, "sbo": d0.stride_byte_offset,
                                             "layout_type": d0.layout_type.name},
                                   "given": {"lbo": o.descriptor.lbo, "sbo": o.descriptor.sbo, "layout_type": lt.name}})
-    return GmmaOperandModel(name, o.tensor, o.major, (bm, kb), descs, None, placed, need, writer, phase, fields, path)
+    return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), descs, None, placed, need, writer, phase, fields,
+                            path)

@@ -12,12 +12,13 @@ from threadmap.render.common import (
     tile_view,
     warp_instructions,
 )
+from threadmap.render.gmma import gmma_svg, gmma_text
 from threadmap.render.pipeline import pipeline_svg, pipeline_text
 from threadmap.render.svg import heatmap_svg, page_svg, tile_svg
 from threadmap.render.text import access_map, bank_map, sector_map, tile_grid
 
 __all__ = [
-    "pipeline_svg", "pipeline_text",
+    "pipeline_svg", "pipeline_text", "gmma_svg", "gmma_text",
     "CUTE_TV_COLORS",
     "BankInstruction",
     "RenderError",
