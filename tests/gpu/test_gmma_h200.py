@@ -3,7 +3,8 @@ into docs/hardware/gmma/wgmma_h200.json): for every case the D that one wgmma co
 shared image of random small integers has the SHA-256 of the D the model predicts (A and B read
 at ``gmma_smem_addresses`` of the descriptors).  The cases cover every majorness and swizzle,
 N = 8..256, f16 and bf16, operands on and off the 1024-byte atom (the swizzle's phase comes
-from the absolute address), and descriptors altered as kernels get them wrong."""
+from the absolute address), and descriptors altered as kernels get them wrong.  Each thread's
+accumulator registers, dumped as they are, hold D where the GMMA atom's CLayout says."""
 
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ def test_every_case_ran() -> None:
 def test_the_h200_computed_what_the_model_predicts(case: object) -> None:
     pred = CASES.predicted(case).astype("<f4")
     assert hashlib.sha256(pred.tobytes()).hexdigest() == RECORD["cases"][case.id]["sha256_D"]
+
+
+@pytest.mark.parametrize("case", CASES.CASES, ids=lambda c: c.id)
+def test_each_threads_accumulators_are_the_atoms_clayout(case: object) -> None:
+    # the probe dumps every thread's registers as they are; the model places D's elements in
+    # them by the GMMA atom's CLayout (threadmap.layout.atom.mma_traits)
+    regs = CASES.predicted_registers(case).astype("<f4")
+    assert hashlib.sha256(regs.tobytes()).hexdigest() == RECORD["cases"][case.id]["sha256_registers"]
 
 
 def test_the_altered_descriptors_read_other_elements() -> None:

@@ -118,6 +118,18 @@ def predicted(c: Case) -> np.ndarray:
     return (a @ b.T).astype(np.float32)
 
 
+def predicted_registers(c: Case) -> np.ndarray:
+    """Each thread's accumulator registers (128 x N/2) as the model says they hold D: thread t's
+    value v is D at ``CLayout(t, v)`` of the GMMA atom (``m + 64 n``)."""
+    from threadmap.layout.atom.mma_traits import SM90_64xNx16_F32F16F16_SS
+
+    d = predicted(c)
+    clayout = SM90_64xNx16_F32F16F16_SS(c.n, c.a.major, c.b.major).layout_c
+    t, v = np.meshgrid(np.arange(128), np.arange(c.n // 2), indexing="ij")
+    idx = np.asarray(clayout(t, v))
+    return d[idx % 64, idx // 64]
+
+
 def _cases() -> list[Case]:
     out: list[Case] = []
     swz = ["INTER", "SW32", "SW64", "SW128"]

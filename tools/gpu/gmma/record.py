@@ -4,7 +4,9 @@
 
 Writes docs/hardware/gmma/wgmma_h200.json: per case its status, the SHA-256 of the measured D
 (64 x N f32, row-major bytes), and how many of D's elements differ from the model's prediction
-(``cases.predicted``); the tests recompute the prediction and compare it with the measured hash.
+(``cases.predicted``), and the same for each thread's accumulator registers (128 x N/2, the GMMA
+atom's CLayout: ``cases.predicted_registers``); the tests recompute the predictions and compare
+them with the measured hashes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from cases import CASES, predicted, probe_cases  # noqa: E402
+from cases import CASES, predicted, predicted_registers, probe_cases  # noqa: E402
 from probe_io import STATUS, read_results  # noqa: E402
 
 RECORD = HERE.parents[2] / "docs" / "hardware" / "gmma" / "wgmma_h200.json"
@@ -34,7 +36,10 @@ def main(run: Path) -> None:
         differ += n_diff != 0
         out[c.id] = {"status": STATUS.get(r["status"], str(r["status"])), "n": c.n, "dtype": c.dtype,
                      "alter": c.alter, "sha256_D": hashlib.sha256(d.astype("<f4").tobytes()).hexdigest(),
-                     "elements_differing_from_model": n_diff}
+                     "sha256_registers": hashlib.sha256(r["raw"].astype("<f4").tobytes()).hexdigest(),
+                     "elements_differing_from_model": n_diff,
+                     "registers_differing_from_clayout": int((r["raw"] != predicted_registers(c)).sum())
+                     if r["status"] == 0 else -1}
     memcheck = json.loads((run / "memcheck_summary.json").read_text()) if (run / "memcheck_summary.json").exists() \
         else None
     RECORD.parent.mkdir(parents=True, exist_ok=True)
