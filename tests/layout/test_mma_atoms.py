@@ -263,3 +263,12 @@ def test_gmma_majors_and_tf32() -> None:
     assert not atom.extended and SM90_64xNx16_F32F16F16_SS(136).extended
     tf = SM90_64xNx8_F32TF32TF32_SS_TN(32)
     assert tf.cxx_type == "SM90_64x32x8_F32TF32TF32_SS_TN<>" and tf.shape_mnk == (64, 32, 8)
+
+
+def test_gmma_names_as_the_compiler_prints_them() -> None:
+    # typeid names carry the scales after the majors; the scales leave the layouts alone
+    full = ("cute::SM90::GMMA::MMA_64x16x16_F32F16F16_SS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::MN, "
+            "cute::SM90::GMMA::ScaleIn::Neg, cute::SM90::GMMA::ScaleIn::One>")
+    assert get_mma_atom(full) == get_mma_atom("SM90_64x16x16_F32F16F16_SS<GMMA::Major::K, GMMA::Major::MN>")
+    with pytest.raises(AtomError, match="a GMMA atom takes"):
+        get_mma_atom("SM90_64x16x16_F32F16F16_SS<GMMA::Major::K, GMMA::Major::MN, ScaleIn::Half, ScaleIn::One>")

@@ -32,9 +32,9 @@ from threadmap.model.partition import (
     MAX_PARTITION,
     LocalPartition,
     common_vector,
+    data_routing,
     memoized,
     mma_partition,
-    register_partition,
     thread_layout_partition,
     thread_map_partition,
     tiled_copy_partition,
@@ -374,7 +374,8 @@ class _Builder:
                 else:
                     fragments[name] = nv
                 other = vecs["dst" if which == "src" else "src"]
-                reg = register_partition(threads, nv, other)
+                mem = memory_parts["dst" if which == "src" else "src"]
+                reg = data_routing(mem, nv, other)
                 sides[which] = SideModel(i, w, path, "register", name, None, reg, (threads, nv), None,
                                          None, self._elem_bits(memory_parts, cp, tensors), "registers")
                 continue

@@ -50,6 +50,11 @@ class LocalPartition:
     #: ``("tiled_copy_tv", copy_atom_type, layout_tv, tiler, "src"|"dst")``,
     #: ``("mma", mma_op_type, atom_layout, operand)``, ``("thread_map", thread_map, contiguous_mode)``
     maker: tuple[Any, ...] | None = field(default=None, compare=False)
+    #: for a tiled copy whose atom moves data across lanes (ldmatrix, stmatrix: its source and
+    #: destination value layouts differ), the tile coordinates of the copy's *other* role
+    #: (``partition_D`` for a source side, ``partition_S`` for a destination side): which
+    #: registers hold or receive each element (``data_routing``)
+    peer: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def threads(self) -> int:
@@ -156,14 +161,15 @@ def tiled_copy_partition(tile: tuple[int, ...], tc: Any, which: str, threads: in
     ``(AtomVal, RestVal)``, so one instruction moves the atom's ``NumValSrc``/``NumValDst``
     values (``vec``), which come first in the value order."""
     ident = L.make_identity_tensor(tile)
-    method = "partition_S" if which == "src" else "partition_D"
+    method, other = ("partition_S", "partition_D") if which == "src" else ("partition_D", "partition_S")
     coord = all_threads(lambda t: getattr(tc.get_slice(t), method)(ident), threads, len(tile))
     vec = int(tc.atom.num_val_src if which == "src" else tc.atom.num_val_dst)
     if vec < 1 or coord.shape[1] % vec:
         # an atom whose source and reference value counts differ (ldmatrix): the fragment's
         # atom-value mode is what one instruction of this thread moves
         vec = int(L.size(getattr(tc.get_slice(0), method)(ident).layout[0][0]))
-    return LocalPartition(coord, max(1, vec))
+    peer = all_threads(lambda t: getattr(tc.get_slice(t), other)(ident), threads, len(tile))
+    return LocalPartition(coord, max(1, vec), peer=None if np.array_equal(peer, coord) else peer)
 
 
 def mma_partition(tile: tuple[int, ...], mma: Any, operand: str, threads: int) -> LocalPartition:
@@ -189,6 +195,31 @@ def register_partition(threads: int, values: int, vec: int) -> LocalPartition:
     """A register fragment: (thread, value) -> (thread, value)."""
     t, v = np.meshgrid(np.arange(threads), np.arange(values), indexing="ij")
     return LocalPartition(np.stack([t, v], axis=-1).astype(np.int64), vec)
+
+
+def data_routing(memory: LocalPartition, values: int, vec: int) -> LocalPartition:
+    """The register side of a copy whose memory side is ``memory``: entry ``(t, v)`` is the
+    register ``(t', v')`` whose data the memory access ``(t, v)`` moves.  Plain copies keep a
+    thread's own registers (:func:`register_partition`); ldmatrix and stmatrix move data
+    across lanes: register ``(t', v')`` of the fragment (in the copy's register-role value
+    order, ``retile_S``/``retile_D``) holds the tile element ``memory.peer[t', v']``, so the
+    access to element ``c`` moves the register whose peer coordinate is ``c``.  Law: every
+    memory access moves the register holding its own tile element (the i-th access to an
+    element the i-th register holding it).  Where the two roles give a thread different
+    numbers of values (the x1 and x2 forms, whose upper lanes' addresses the instruction
+    ignores), the fragments do not line up one to one and each thread keeps its own registers."""
+    reg = register_partition(memory.threads, values, vec)
+    if memory.peer is None or memory.peer.shape != memory.coord.shape:
+        return reg
+    holders: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for (t, v), c in zip(np.ndindex(*memory.peer.shape[:2]), memory.peer.reshape(-1, memory.peer.shape[2])):
+        holders.setdefault(tuple(int(x) for x in c), []).append((t, v))
+    out = reg.coord.copy()
+    for (t, v), c in zip(np.ndindex(*memory.coord.shape[:2]), memory.coord.reshape(-1, memory.coord.shape[2])):
+        queue = holders.get(tuple(int(x) for x in c))
+        if queue:
+            out[t, v] = queue.pop(0)
+    return LocalPartition(out, vec)
 
 
 def common_vector(offsets: list[np.ndarray]) -> int:

@@ -47,8 +47,9 @@ class _SidePlan:
     #: coordinates (then a block's offsets are its origin's offset plus this template)
     off_local: np.ndarray | None = None
     strides: tuple[int, ...] | None = None
-    #: registers: (thread, value) of every row, and its byte addresses
+    #: registers: the (thread, value) each row moves, and the row's own value slot
     reg: tuple[np.ndarray, np.ndarray] | None = None
+    reg_off: np.ndarray | None = None
     #: non-affine layouts: element offsets (and byte addresses) of the tile at one origin
     at_origin: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     reg_addr: np.ndarray | None = None
@@ -77,8 +78,12 @@ def _plan(side: SideModel, threads: int) -> _SidePlan:
     hi = tuple(int(x.max()) if x.size else -1 for x in local)
     valid = None if bool(real.all()) else real
     if side.tensor is None:
-        th, va = src // V, src % V
-        return _SidePlan(perm, local, valid, lo, hi, reg=(th, va), reg_addr=va * side.elem_bytes)
+        # coordinates: the partition's (thread, value) per row -- its own for a plain copy,
+        # another lane's for ldmatrix / stmatrix (model.partition.data_routing); offset and
+        # address: the row's own value slot
+        own = src % V
+        return _SidePlan(perm, local, valid, lo, hi, reg=(local[0], local[1]), reg_addr=own * side.elem_bytes,
+                         reg_off=own)
     strides = _affine_strides(side, local)
     off_local = None
     if strides is not None:
@@ -264,10 +269,10 @@ class Simulator:
         valid = None if plan.valid is None else _tile(arena, (*key, "valid"), plan.valid, nb)
         coords: tuple[np.ndarray, ...]
         if side.tensor is None:  # registers: (thread, value) of each row
-            assert plan.reg is not None and plan.reg_addr is not None
+            assert plan.reg is not None and plan.reg_addr is not None and plan.reg_off is not None
             th, va = plan.reg
             coords = (_tile(arena, (*key, 0), th, nb), _tile(arena, (*key, 1), va, nb))
-            off = _tile(arena, (*key, "off"), va, nb)
+            off = _tile(arena, (*key, "off"), plan.reg_off, nb)
             t = AccessTable(side.stage, side.which, side.name, "register", side.elem_bytes, side.vec,
                             side.shape, side.partition.threads, side.partition.values, blocks, coords,
                             np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), plan.reg_addr, nb),

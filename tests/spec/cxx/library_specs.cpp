@@ -306,6 +306,32 @@ static void ldmatrix_a(bool swizzled) {
   s.print();
 }
 
+static void stmatrix_epilogue() {
+  int M = 256, N = 256;
+  auto mma = make_tiled_mma(SM90_64x16x16_F32F16F16_SS<GMMA::Major::K, GMMA::Major::K>{});
+  auto r2s = make_tiled_copy_C_atom(Copy_Atom<SM90_U32x4_STSM_N, cutlass::half_t>{}, mma);
+  auto s2g = make_tiled_copy(Copy_Atom<UniversalCopy<uint128_t>, cutlass::half_t>{},
+                             make_layout(make_shape(_64{}, _2{}), make_stride(_2{}, _1{})),
+                             make_layout(make_shape(_1{}, _8{})));
+  auto sD = composition(Swizzle<1, 3, 3>{}, make_layout(make_shape(make_shape(_8{}, _8{}), _16{}),
+                                                         make_stride(make_stride(_16{}, _128{}), _1{})));
+  auto sub = make_shape(_64{}, _16{});
+  Spec s("SM90 epilogue stmatrix.x4 (make_tiled_copy_C_atom of SM90_U32x4_STSM_N), 64x16 f16 subtile, SW32");
+  s.element<cutlass::half_t>().threads(size(mma)).grid(ceil_div(M, 64), ceil_div(N, 16));
+  s.tensor("D", make_layout(make_shape(M, N), make_stride(N, Int<1>{})), threadmap::global)
+      .tensor("sD", sD, threadmap::shared, 1024)
+      .copy(tile("D", sub, "bx", "by").mma(mma, 'C'), registers("tRS_rD"))
+      .named("the accumulator fragment (partition_C)")
+      .copy(r2s, registers("tRS_rD"), "sD")
+      .named("copy(tiled_r2s, tRS_rD, tRS_sD)")
+      .barrier()
+      .copy(s2g, "sD", tile("D", sub, "bx", "by"))
+      .named("copy(tiled_s2g, tSG_sD, tSG_gD)");
+  expect(s, "pass", "copy", {});
+  s.expect_bank_conflicts(0);
+  s.print();
+}
+
 static void wrong_stride() {
   int M = 256, K = 32;
   Spec s("planted: thread layout with a wrong stride");
@@ -476,6 +502,7 @@ int main(int argc, char** argv) {
       {"mma/sm80_8x8x4_f64f64f64f64_tn.yaml", sm80_f64},
       {"mma/sm80_ldmatrix_a_32x64_sw333.yaml", [] { ldmatrix_a(true); }},
       {"mma/sm80_ldmatrix_a_32x64.yaml", [] { ldmatrix_a(false); }},
+      {"mma/sm90_stmatrix_epilogue_64x16.yaml", stmatrix_epilogue},
       {"sgemm/sgemm_1_copy_a.yaml", sgemm_1_copy_a},
       {"sgemm/sgemm_1_compute_c.yaml", sgemm_1_compute_c},
       {"sgemm/sgemm_2_compute_ab.yaml", sgemm_2_compute_ab},

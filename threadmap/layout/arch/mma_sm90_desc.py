@@ -121,18 +121,22 @@ def gmma_smem_addresses(desc: GmmaDescriptor, major: str, mn: int, k: int, elem_
     ``desc`` (module docstring): an ``int64`` array of shape ``(mn, k)``.  Sub-byte elements
     share a byte address.  Law: for a layout ``make_gmma_desc`` accepts, equal to the
     layout's own swizzled addresses (the descriptor round-trips)."""
-    if major not in GMMA_MAJORS:
+    if not isinstance(desc, GmmaDescriptor):
+        raise LayoutError(f"gmma_smem_addresses reads through a GmmaDescriptor, got {desc!r}")
+    if not isinstance(major, str) or major not in GMMA_MAJORS:
         raise LayoutError(f"a GMMA operand is K- or MN-major, got {major!r}")
-    if elem_bits not in (4, 8, 16, 32, 64):
-        raise LayoutError(f"GMMA operands have 4-, 8-, 16-, 32- or 64-bit elements, got {elem_bits}")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (mn, k, elem_bits)) or \
+            elem_bits not in (4, 8, 16, 32, 64):
+        raise LayoutError(f"GMMA operands have integer extents and 4-, 8-, 16-, 32- or 64-bit elements, got "
+                          f"{mn!r} x {k!r} of {elem_bits!r} bits")
     if desc.base_offset:
         raise LayoutError("a GMMA descriptor with a non-zero base_offset is not modelled (CuTe always writes 0)")
     t = 128 // elem_bits
     w = layout_type_width(desc.layout_type)
     inter = desc.layout_type == LayoutType.INTERLEAVE
     lbo, sbo = desc.leading_byte_offset, desc.stride_byte_offset
-    if mn <= 0 or k <= 0:
-        raise LayoutError(f"an operand has a positive extent, got {mn} x {k}")
+    if not 0 < mn <= 4096 or not 0 < k <= 4096:
+        raise LayoutError(f"an operand's extents are 1..4096, got {mn} x {k}")
     i = np.arange(mn, dtype=np.int64)[:, None]
     j = np.arange(k, dtype=np.int64)[None, :]
     if major == "K":

@@ -473,7 +473,9 @@ def get_mma_atom(name: str) -> MMAAtom:
     (``"UniversalFMA<float,float,float,float>"``,
     ``"cute::SM90_64x128x16_F32F16F16_SS<GMMA::Major::MN, GMMA::Major::K>"``, or the type it
     aliases, ``"cute::SM90::GMMA::MMA_64x128x16_F32F16F16_SS<...>"``).
-    A GMMA atom's template arguments are its A and B majors (K-major when omitted).
+    A GMMA atom's template arguments are its A and B majors (K-major when omitted), and
+    optionally the scales ``GMMA::ScaleIn::{One,Neg}`` the compiler prints after them (they
+    negate an operand's values and leave its layouts as they are).
 
     Raises :class:`~threadmap.errors.AtomError` listing the known names if there is none.
     """
@@ -495,6 +497,8 @@ def get_mma_atom(name: str) -> MMAAtom:
     m = _GMMA_NAME.match(base)
     if m and not m.group(5):
         majors = [a.removeprefix("Major::") for a in args.split(",")] if args else []
+        if len(majors) == 4 and all(x in ("ScaleIn::One", "ScaleIn::Neg") for x in majors[2:]):
+            majors = majors[:2]
         if len(majors) != 2 or any(x not in _MAJORS for x in majors):
             raise AtomError(f"{name!r}: a GMMA atom takes <GMMA::Major::{{K,MN}}, "
                             "GMMA::Major::{K,MN}>")

@@ -123,6 +123,9 @@ def gmma_smem_swizzle(smem: Any, elem_bits: int) -> tuple[Swizzle, Layout]:
     given), ``Sw o L`` with ``Sw`` on element offsets (recast to bytes: the form a kernel gets
     from ``make_tensor(make_smem_ptr(p), atom)``), or a plain ``L`` (``Swizzle<0,4,3>``, the
     header's ``get_swizzle`` of an unswizzled pointer)."""
+    if not is_int(elem_bits) or elem_bits not in (4, 8, 16, 32, 64):
+        raise LayoutError(f"make_gmma_desc: GMMA operands have 4-, 8-, 16-, 32- or 64-bit elements, got "
+                          f"{elem_bits!r}")
     if isinstance(smem, Layout):
         return Swizzle(0, 4, 3), smem
     if isinstance(smem, ComposedLayout) and isinstance(smem.layout_a, Swizzle) and isinstance(smem.layout_b, Layout):
@@ -218,9 +221,16 @@ def make_gmma_desc_tensor(major: str, smem: Any, block: tuple[int, int], elem_bi
     block's :func:`make_gmma_desc`, and for block ``(i, k)`` that descriptor advanced by the
     block's offset in ``uint128_t`` (``DescriptorIterator + offset``).  Law: each entry equals
     :func:`make_gmma_desc` of ``local_tile(stage, block, (i, k))`` at its own address."""
-    sw, lay = gmma_smem_swizzle(smem, int(elem_bits))
-    if rank(lay.shape) != 2 or len(block) != 2:
-        raise LayoutError(f"make_gmma_desc_tensor: a stage and a block are (MN, K), got {lay} and {block!r}")
+    if not isinstance(major, str) or major not in GMMA_MAJORS:
+        raise LayoutError(f"make_gmma_desc_tensor: the major mode is 'K' or 'MN', got {major!r}")
+    if not is_int(start_address) or not 0 <= start_address < 1 << 32:
+        raise LayoutError(f"make_gmma_desc_tensor: the start address is a 32-bit shared address, got "
+                          f"{start_address!r}")
+    if not isinstance(block, tuple) or len(block) != 2 or not all(is_int(x) and 0 < x <= 4096 for x in block):
+        raise LayoutError(f"make_gmma_desc_tensor: a block is (MN, K), two extents 1..4096, got {block!r}")
+    sw, lay = gmma_smem_swizzle(smem, elem_bits)
+    if rank(lay.shape) != 2:
+        raise LayoutError(f"make_gmma_desc_tensor: a stage is (MN, K), got {lay}")
     t = make_tensor(0, lay)
     first = local_tile(t, block, (0, 0))
     base = make_gmma_desc(major, ComposedLayout(sw, SmemPtrFlag(int(elem_bits)), first.layout), elem_bits,
