@@ -218,6 +218,8 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
                   ahead=v.ahead, multicast=v.multicast, copy=v.copy_, where=path)
     if kind in ("wait_group", "wait_mma", "tma_store_wait"):
         return Op(cast(OpKind, kind), n=int(v), where=path)
+    if kind in ("tmem_load", "use"):
+        return Op(cast(OpKind, kind), fragment=v, where=path)
     if kind == "sync":
         if v not in syncs:
             raise fail(p, f"{v!r} is not a named barrier of pipeline.syncs ({', '.join(syncs) or 'none'}); "

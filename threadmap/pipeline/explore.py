@@ -32,7 +32,10 @@ Findings (``PipelineFinding.kind``):
 * ``arrival_deadlock``: a wait on a phase whose arrivals never complete (or that waits for a
   phase nobody completes); ``sync_deadlock``: a named barrier a member never reaches;
 * ``over_arrival``: more arrivals than a phase expects;
-* ``multicast_outside_cluster``: a multicast mask with a bit for a CTA the cluster lacks.
+* ``multicast_outside_cluster``: a multicast mask with a bit for a CTA the cluster lacks;
+* ``tmem_read_before_wait``: registers a ``tcgen05.ld`` (``tmem_load``) fills are used before
+  the role's ``tcgen05.wait::ld`` (``tmem_wait_ld``): the load is asynchronous, and its
+  registers hold nothing defined until the wait.
 
 A path that has a finding is not explored further (the kernel is already wrong there); the
 first witness of each (kind, operation) is kept, with the events that led to it.
@@ -50,7 +53,7 @@ from threadmap.pipeline.program import STAGED, Op, Protocol, Role
 from threadmap.pipeline.sm90_pipeline import PipelineState
 
 KINDS = ("read_before_landed", "refill_while_read", "missing_proxy_fence", "tx_mismatch_hang", "arrival_deadlock",
-         "sync_deadlock", "over_arrival", "multicast_outside_cluster")
+         "sync_deadlock", "over_arrival", "multicast_outside_cluster", "tmem_read_before_wait")
 TRACE = 12  # events kept before a finding
 #: periods of the ring two roles may drift apart in the every-count search before the state is
 #: not explored further (a correct pipeline keeps its roles within one period plus its lag)
@@ -58,7 +61,8 @@ MAX_SPREAD = 3
 #: operations after which the role's next one is taken in the same step: they change only the
 #: role's own state or add and retire its own reads, which enable or disable no other step and
 #: can only make another step's check find more if that step is taken before them (see run())
-CHAINED = frozenset({"read", "mma", "wait_mma", "tma_store_wait", "commit", "fence_proxy_async"})
+CHAINED = frozenset({"read", "mma", "wait_mma", "tma_store_wait", "commit", "fence_proxy_async", "tmem_load",
+                     "tmem_wait_ld", "use"})
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ class _Transfer:
 
 class _State:
     __slots__ = ("pc", "bars", "obs", "content", "flight", "groups", "mma", "unfenced", "at_sync", "ntid", "kfix",
-                 "klb", "base", "reading")
+                 "klb", "base", "reading", "tmem")
 
     def __init__(self) -> None:
         self.pc: list[tuple[int, int, int] | None] = []
@@ -146,6 +150,8 @@ class _State:
         #: generic reads of a role of several threads, open until the role's next sync or
         #: all-thread arrive (its threads need not have read yet): ((cta, buffer, stage), role, round)
         self.reading: frozenset[tuple[tuple[int, str, int], int, int]] = frozenset()
+        #: per instance, the register fragments with a tcgen05.ld in flight (no wait::ld since)
+        self.tmem: list[frozenset[str]] = []
 
     def copy(self) -> _State:
         s = _State.__new__(_State)
@@ -161,6 +167,7 @@ class _State:
         s.ntid = self.ntid
         s.kfix, s.klb, s.base = self.kfix, self.klb, self.base
         s.reading = self.reading
+        s.tmem = list(self.tmem)
         return s
 
     def key(self, perm: list[int] | None = None) -> tuple[Any, ...]:
@@ -187,7 +194,8 @@ class _State:
                 content, flight, tuple((gids[o], tuple(gids[g] for g in c)) for o, c in groups),
                 tuple(self.mma[inv[i]] for i in range(len(p))), tuple(self.unfenced[inv[i]] for i in range(len(p))),
                 tuple(sorted((k, tuple(sorted(p[x] for x in v))) for k, v in self.at_sync.items())),
-                tuple(sorted((k, p[r], rr) for k, r, rr in self.reading)))
+                tuple(sorted((k, p[r], rr) for k, r, rr in self.reading)),
+                tuple(tuple(sorted(self.tmem[inv[i]])) for i in range(len(p))))
 
 
 class _Label:
@@ -264,7 +272,7 @@ class _Machine:
     def signature(s: _State, ri: int) -> tuple[Any, ...]:
         pc = s.pc[ri]
         return (pc is None, pc or (), tuple(sorted((b, st, v) for (r, b, st), v in s.obs.items() if r == ri)),
-                len(s.groups[ri][1]), s.mma[ri], tuple(sorted(s.unfenced[ri])),
+                len(s.groups[ri][1]), s.mma[ri], tuple(sorted(s.unfenced[ri])), tuple(sorted(s.tmem[ri])),
                 tuple(sorted(k for k, v in s.at_sync.items() if ri in v)))
 
     # -- the trip count ----------------------------------------------------------------------------
@@ -322,6 +330,7 @@ class _Machine:
         s.ntid = len(self.inst)
         s.mma = [() for _ in self.inst]
         s.unfenced = [frozenset() for _ in self.inst]
+        s.tmem = [frozenset() for _ in self.inst]
         return s
 
     def first_pc(self, s: _State, r: Role, b: int = 0) -> tuple[int, int, int] | None:
@@ -424,7 +433,8 @@ class _Machine:
         cta = f"cta {c} " if self.p.cluster_size > 1 else ""
         what = op.kind + (f" {op.barrier}" if op.barrier and op.kind != "tma" else "") + \
             (f" {','.join(op.buffers)}" if op.buffers else "") + (f"<{op.n}>" if op.kind in ("wait_group", "wait_mma")
-                                                                   else "")
+                                                                   else "") + \
+            (f" {op.fragment}" if op.fragment else "")
         if j is not None and op.kind in STAGED:
             what += f" (round {j + base}, stage {self.pstate(r, j).index})"
         return f"{cta}{r.name}: {what}"
@@ -602,6 +612,17 @@ class _Machine:
                 self.check_refill(n, ri, op, j, st, key3, lab)
                 n.content[key3] = _Content(j, "gen", ri)
                 n.unfenced[ri] = n.unfenced[ri] | {key3}
+        elif k == "tmem_load":
+            assert op.fragment is not None
+            n.tmem[ri] = n.tmem[ri] | {op.fragment}
+        elif k == "tmem_wait_ld":
+            n.tmem[ri] = frozenset()
+        elif k == "use":
+            if op.fragment in n.tmem[ri]:
+                raise _Found("tmem_read_before_wait",
+                             f"{lab}: the registers of {op.fragment!r} are used while its tcgen05.ld is in flight "
+                             "(no tcgen05.wait::ld since the load): they hold nothing defined yet", op,
+                             {**self.who(ri), "fragment": op.fragment})
         elif k == "fence_proxy_async":
             for key3 in n.unfenced[ri]:
                 cur = n.content.get(key3)

@@ -13,7 +13,8 @@ from typing import Literal
 
 OpKind = Literal[
     "wait", "arrive", "arrive_expect_tx", "expect_tx", "tma", "tma_store", "cp_async", "commit", "wait_group",
-    "sync", "read", "write", "mma", "wait_mma", "tma_store_wait", "fence_proxy_async",
+    "sync", "read", "write", "mma", "wait_mma", "tma_store_wait", "fence_proxy_async", "tmem_load", "tmem_wait_ld",
+    "use",
 ]
 #: operations that act on one iteration's stage (the others act on the role alone)
 STAGED: frozenset[str] = frozenset({"wait", "arrive", "arrive_expect_tx", "expect_tx", "tma", "tma_store",
@@ -27,7 +28,8 @@ class Op:
     ``nbytes``: bytes expected (``expect_tx``) or moved (``tma``, ``cp_async``: per stage, all
     buffers); ``n``: ``wait_group<n>`` / ``warpgroup_wait<n>`` / ``tma_store_wait<n>``; ``sync``: the named barrier;
     ``multicast``: the CTA mask of a multicast TMA; ``ctas``: ``"all"`` to arrive on the barrier
-    of every CTA of the cluster; ``where``: the spec path it came from (for findings)."""
+    of every CTA of the cluster; ``fragment``: the register fragment a ``tmem_load`` fills or a
+    ``use`` reads; ``where``: the spec path it came from (for findings)."""
 
     kind: OpKind
     barrier: str | None = None
@@ -40,6 +42,7 @@ class Op:
     multicast: int | None = None
     ctas: Literal["self", "all"] = "self"
     copy: str | None = None
+    fragment: str | None = None
     where: tuple[object, ...] = ()
 
 

@@ -16,6 +16,7 @@ def _op_text(op: Op) -> str:
     what += f" {op.copy}" if op.copy else (f" {','.join(op.buffers)}" if op.buffers else "")
     what += f" <{op.n}>" if op.kind in ("wait_group", "wait_mma", "tma_store_wait") else ""
     what += f" ({op.sync})" if op.sync else ""
+    what += f" {op.fragment}" if op.fragment else ""
     return what + (f" [k{op.ahead:+d}]" if op.ahead else "")
 
 

@@ -88,7 +88,8 @@ CATALOGUE: dict[str, Entry] = {e.name: e for e in (
     Entry("pipeline", "kernel", "threadmap.verify.pipeline", PipelineSummary,
           ("tma_descriptor", "tma_smem_alignment", "gmma_descriptor", "gmma_swizzle_phase", "gmma_descriptor_fields",
            "read_before_landed", "refill_while_read", "missing_proxy_fence",
-           "tx_mismatch_hang", "arrival_deadlock", "sync_deadlock", "over_arrival", "multicast_outside_cluster"),
+           "tx_mismatch_hang", "arrival_deadlock", "sync_deadlock", "over_arrival", "multicast_outside_cluster",
+           "tmem_read_before_wait"),
           ("pipeline",)),
 )}
 
