@@ -57,7 +57,8 @@ def test_cutlass_names_stay_importable(name: str) -> None:
 MODULES = ["integral_constant", "underscore", "int_tuple", "arithmetic_tuple", "dispatch",
            "layout", "tensor", "swizzle", "pointer_flagged", "layout_composed", "swizzle_layout",
            "atom.tile_ops", "atom.copy_traits", "atom.copy_atom", "atom.mma_traits",
-           "atom.mma_atom", "atom.mma_traits_sm90_gmma", "parse", "calculator", "printing",
+           "atom.mma_atom", "atom.mma_traits_sm90_gmma", "atom.mma_traits_sm100",
+           "atom.copy_traits_sm100_tmem", "arch.mma_sm100_desc", "parse", "calculator", "printing",
            "table", "backend"]
 
 

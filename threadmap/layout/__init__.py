@@ -23,6 +23,12 @@ inside mirror CuTe's headers::
     atom.mma_traits_sm90_gmma  GMMA smem layout atoms,        atom/mma_traits_sm90_gmma.hpp
                                make_gmma_desc
     atom.copy_traits_sm90_tma  TMA descriptors and images     atom/copy_traits_sm90_tma.hpp
+    arch.mma_sm100_desc  the UMMA smem/instruction            arch/mma_sm100_desc.hpp
+                         descriptors, what they read
+    atom.mma_traits_sm100  UMMA smem atoms, make_umma_desc,   atom/mma_traits_sm100.hpp,
+                           instruction descriptors            arch/mma_sm100_umma.hpp
+    atom.copy_traits_sm100_tmem  TMEM load/store atoms,       atom/copy_traits_sm100.hpp,
+                                 TMEM allocation/access rules arch/tmem_allocator_sm100.hpp
     parse, calculator, printing, table, backend: threadmap's own (text, CLI, evaluation)
     tiled, mma_atoms: the former module names, re-exporting atom.*
 
@@ -33,6 +39,12 @@ Import order matters only in one direction: no module imports a later one, and
 
 from threadmap.layout import layout
 from threadmap.layout.arch.mma_sm90_desc import GmmaDescriptor, LayoutType, gmma_smem_addresses
+from threadmap.layout.arch.mma_sm100_desc import (
+    UmmaInstrDescriptor,
+    UmmaLayoutType,
+    UmmaSmemDescriptor,
+    umma_smem_addresses,
+)
 from threadmap.layout.arithmetic_tuple import ArithTuple, ScaledBasis, make_basis_like, tuple_str
 from threadmap.layout.atom.copy_atom import (
     CopyAtom,
@@ -76,6 +88,17 @@ from threadmap.layout.atom.copy_traits_sm90_tma import (
     tma_smem_violations,
     tma_tile_mismatches,
 )
+from threadmap.layout.atom.copy_traits_sm100_tmem import (
+    TMEM_COPY_OPS,
+    TmemCopyOp,
+    TmemViolation,
+    tmem_access_violations,
+    tmem_allocation_violations,
+    tmem_bit_map,
+    tmem_copy_op,
+    tmem_lanes_columns,
+    tmem_op_access_violations,
+)
 from threadmap.layout.atom.mma_atom import (
     ThrMMA,
     TiledMMA,
@@ -95,6 +118,18 @@ from threadmap.layout.atom.mma_traits_sm90_gmma import (
     gmma_smem_swizzle,
     make_gmma_desc,
     make_gmma_desc_tensor,
+)
+from threadmap.layout.atom.mma_traits_sm100 import (
+    UMMA_CANONICAL,
+    UMMA_OPS,
+    UmmaInstrError,
+    UmmaLayoutError,
+    make_instr_desc,
+    make_umma_desc,
+    umma_instr_desc,
+    umma_layout_atom,
+    umma_layout_atom_bits,
+    umma_operand_mismatches,
 )
 from threadmap.layout.atom.tile_ops import make_compact_layout
 from threadmap.layout.backend import Sym
@@ -164,6 +199,11 @@ __all__ = [*layout.__all__, "TmaCopy", "TmaDescriptor", "TmaViolation", "make_tm
            "gmma_layout_atom_bits", "GMMA_ELEMENT_BITS", "GmmaDescriptor", "LayoutType", "gmma_smem_addresses",
            "GMMA_CANONICAL", "GmmaLayoutError", "make_gmma_desc", "make_gmma_desc_tensor",
            "gmma_smem_swizzle", "make_compact_layout", "fast_table",
+           "UmmaLayoutType", "UmmaSmemDescriptor", "UmmaInstrDescriptor", "umma_smem_addresses",
+           "UMMA_CANONICAL", "UMMA_OPS", "UmmaLayoutError", "UmmaInstrError", "make_umma_desc", "make_instr_desc",
+           "umma_instr_desc", "umma_layout_atom", "umma_layout_atom_bits", "umma_operand_mismatches",
+           "TMEM_COPY_OPS", "TmemCopyOp", "TmemViolation", "tmem_copy_op", "tmem_bit_map", "tmem_lanes_columns",
+           "tmem_allocation_violations", "tmem_access_violations", "tmem_op_access_violations",
            "CXX_TYPE_BITS", "UniversalCopy", "SM80_CP_ASYNC_CACHEALWAYS",
            "SM80_CP_ASYNC_CACHEALWAYS_ZFILL", "SM80_CP_ASYNC_CACHEGLOBAL",
            "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL", "AutoVectorizingCopy",

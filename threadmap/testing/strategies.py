@@ -56,6 +56,7 @@ from threadmap.layout.int_tuple import flatten_to_tuple, product
 
 __all__ = [
     "gmma_operands",
+    "umma_operands",
     "range_specs",
     "ELEMENT_TYPES",
     "MAX_SIZE",
@@ -450,6 +451,38 @@ def gmma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) ->
     stage_mn = bmn * draw(st.integers(1, 2))
     stage_k = max(kb, ak if major == "K" else 8) * draw(st.sampled_from([1, 2, 4]))
     assume(not (major == "K" and stage_k % ak) and not (major == "MN" and stage_mn % amn))
+    tile = atom.tile_to_shape((stage_mn, stage_k))
+    coord = (draw(st.integers(0, stage_mn // bmn - 1)), draw(st.integers(0, stage_k // kb - 1)))
+    t = local_tile(make_tensor(0, tile.layout_b), (bmn, kb), coord)
+    base = 16 * draw(st.integers(0, 4095))
+    offset = t.offset
+    assert isinstance(offset, int)
+    return GmmaOperand(major, bits, ComposedLayout(atom.layout_a, atom.offset, t.layout), base + offset * bits // 8)
+
+
+@st.composite
+def umma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) -> GmmaOperand:
+    """A UMMA layout atom (``UMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom<T>``,
+    ``Layout_MN_SW128_32B_Atom<T>``) tiled to a stage with ``tile_to_shape``, cut to one
+    ``tcgen05.mma``'s operand (K-major MN = 8..256, MN-major a multiple of the atom's MN up to
+    256; K = 256 / bits) with ``local_tile`` at a drawn coordinate, at a drawn 16-byte aligned
+    address.  Shrinks toward the K-major interleaved atom at address 0."""
+    from threadmap.layout.atom.mma_traits_sm100 import umma_layout_atom
+    from threadmap.layout.tensor import local_tile, make_tensor
+
+    major = draw(st.sampled_from(["K", "MN"]))
+    swz = draw(st.sampled_from(["INTER", "SW32", "SW64", "SW128"] + (["SW128_32B"] if major == "MN" else [])))
+    bits = draw(st.sampled_from(list(elem_bits)))
+    atom = umma_layout_atom(major, swz, bits)
+    amn, ak = (int(x) for x in atom.layout_b.shape)
+    kb = 256 // bits
+    if major == "K":
+        bmn = draw(st.sampled_from([8, 16, 32, 64, 128, 256]))
+    else:
+        bmn = max(amn, min(256, amn * draw(st.sampled_from([1, 2, 4]))))
+    stage_mn = max(bmn, amn) * draw(st.integers(1, 2))
+    stage_k = max(kb, ak) * draw(st.sampled_from([1, 2, 4]))
+    assume(stage_mn % amn == 0 and stage_k % ak == 0 and stage_mn % bmn == 0 and stage_k % kb == 0)
     tile = atom.tile_to_shape((stage_mn, stage_k))
     coord = (draw(st.integers(0, stage_mn // bmn - 1)), draw(st.integers(0, stage_k // kb - 1)))
     t = local_tile(make_tensor(0, tile.layout_b), (bmn, kb), coord)
