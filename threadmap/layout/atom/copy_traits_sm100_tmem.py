@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -150,12 +151,31 @@ def _all_ops() -> dict[str, TmemCopyOp]:
 TMEM_COPY_OPS: dict[str, TmemCopyOp] = _all_ops()
 
 
+def _tmem_op(op: Any) -> TmemCopyOp:
+    """``op`` itself, or the TMEM copy operation it names; anything else is an AtomError."""
+    if isinstance(op, TmemCopyOp):
+        return op
+    if isinstance(op, str) and op in TMEM_COPY_OPS:
+        return TMEM_COPY_OPS[op]
+    raise AtomError(f"not a TMEM copy operation (SM100_TMEM_LOAD_* / SM100_TMEM_STORE_*): {op!r}")
+
+
+def _ints(xs: Any, what: str) -> list[int]:
+    try:
+        out = list(xs)
+    except TypeError:
+        raise AtomError(f"{what} are integers, got {xs!r}") from None
+    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in out):
+        raise AtomError(f"{what} are integers, got {xs!r}")
+    return [int(x) for x in out]
+
+
 def tmem_bit_map(op: TmemCopyOp | str) -> np.ndarray:
     """``ValID o DstLayout`` (load) / ``ValID o SrcLayout`` (store): for each thread ``t`` of
     the warp and each bit ``v`` of its registers (register ``v // 32``), the TMEM bit address
     relative to the op's address (``lane * 2**21 + column * 32 + bit``): an ``int64`` array of
     shape ``(32, 32 * registers)``.  Law: injective, and its image is ``ValID``'s image."""
-    o = TMEM_COPY_OPS[op] if isinstance(op, str) else op
+    o = _tmem_op(op)
     regs = o.dst_bits if o.load else o.src_bits
     nbits = 32 * o.registers
     # colex order: index t + 32 * v
@@ -169,6 +189,8 @@ def tmem_lanes_columns(op: TmemCopyOp | str, lane_base: int = 0, column_base: in
     ``tmem_addr = lane_base << 16 | column_base``: an ``int64`` array ``(32, registers, 2)``.
     Law: ``32dp32b`` gives thread ``t`` lane ``lane_base + t``; a ``_16b`` register's high
     half is the next column's low 16 bits."""
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lane_base, column_base)):
+        raise AtomError(f"lane and column bases are integers, got {lane_base!r}, {column_base!r}")
     bits = tmem_bit_map(op)[:, ::32]
     return np.stack([bits // TMEM_DP_BITS + lane_base, bits % TMEM_DP_BITS // 32 + column_base], axis=-1)
 
@@ -236,7 +258,9 @@ def tmem_access_violations(warp_id: int, lanes: Iterable[int], columns: Iterable
     allocation."""
     if not isinstance(warp_id, int) or isinstance(warp_id, bool) or warp_id < 0:
         raise AtomError(f"a warp id is a non-negative integer, got {warp_id!r}")
-    lane_l, col_l = [int(x) for x in lanes], [int(x) for x in columns]
+    lane_l, col_l = _ints(lanes, "lanes"), _ints(columns, "columns")
+    if not isinstance(column_base, int) or isinstance(column_base, bool):
+        raise AtomError(f"a column base is an integer, got {column_base!r}")
     out = tmem_allocation_violations(allocated_columns)
     lo = 32 * (warp_id % 4)
     off_tmem = [x for x in lane_l if not 0 <= x < TMEM_LANES]
@@ -266,7 +290,7 @@ def tmem_op_access_violations(op: TmemCopyOp | str, warp_id: int, tmem_addr: int
     """:func:`tmem_access_violations` of the cells ``op`` touches when warp ``warp_id`` issues
     it at ``tmem_addr`` (lane in bits [16, 32), column in [0, 16)).  Law: a 32-lane op at
     lane ``32*(warp_id%4)`` and a column range inside the allocation has none."""
-    o = TMEM_COPY_OPS[op] if isinstance(op, str) else op
+    o = _tmem_op(op)
     if not isinstance(tmem_addr, int) or not 0 <= tmem_addr < 1 << 32:
         raise AtomError(f"a TMEM address is a 32-bit integer, got {tmem_addr!r}")
     lane0, col0 = tmem_addr >> 16, tmem_addr & 0xFFFF

@@ -399,7 +399,7 @@ def umma_instr_desc(op: str, a_type: str, b_type: str, c_type: str, m: int, n: i
     parameters the traits forward.  A negate / saturate the operation has no parameter for is
     an error.  Law: the result is ``make_instr_desc`` of the same arguments wherever the traits
     forward them; its ``m``/``n`` are M and N."""
-    if op not in UMMA_OPS:
+    if not isinstance(op, str) or op not in UMMA_OPS:
         raise LayoutError(f"unknown UMMA operation {op!r}; modelled: {', '.join(UMMA_OPS)}")
     o = UMMA_OPS[op]
     if (a_neg or b_neg) and not o.has_neg:
