@@ -160,6 +160,13 @@ def _bad_cases(rng: random.Random) -> list[Case]:
     return out
 
 
+#: a layout whose 16-byte chunks hold their elements out of MN order: the header checks the layout
+#: after the recast to uint128_t, which forgets that order, so it accepts it -- and the descriptor
+#: reads other elements (planted/sm90_gmma_chunk_order_misread.yaml)
+MISREAD = Case("misread_chunk_order", "MN", "half_t", 2, Layout(((1, 4, 8), (8, 2)), ((64, 8, 1), (32, 256))), 2048,
+               _composed_cxx(Layout(((1, 4, 8), (8, 2)), ((64, 8, 1), (32, 256))), 2, "half_t", 2048))
+
+
 def _all_cases() -> list[Case]:
     rng = random.Random(20261204)
     return _atom_cases(rng) + _form_cases(rng) + _bad_cases(rng)
@@ -198,7 +205,20 @@ def rejected() -> set[str]:
 
 @pytest.fixture(scope="module")
 def oracle(rejected: set[str]) -> dict[str, str]:
-    return run_print_batch({c.id: _stmt(c) for c in CASES if c.id not in rejected})
+    return run_print_batch({c.id: _stmt(c) for c in [*CASES, MISREAD] if c.id not in rejected})
+
+
+def test_the_header_accepts_a_layout_its_descriptor_misreads(oracle: dict[str, str]) -> None:
+    c = MISREAD
+    word = oracle[f"{c.id}_r"].split()[0]
+    d = make_gmma_desc(c.major, _operand(c), c.bits, c.start)
+    header = GmmaDescriptor.from_u64(int(word, 16))
+    assert (d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == \
+        (header.leading_byte_offset, header.stride_byte_offset, header.layout_type)
+    reads = gmma_smem_addresses(d, c.major, 32, 16, c.bits)
+    sw = Swizzle(c.swizzle, 4, 3)
+    own = np.array([[sw(c.start + c.layout(i, j) * c.bits // 8) for j in range(16)] for i in range(32)])
+    assert (reads != own).sum() == 480
 
 
 def test_enough_generated_layouts(rejected: set[str]) -> None:

@@ -84,3 +84,16 @@ def test_a_bad_gmma_block_is_a_located_error(tmp_path: Path, old: str, new: str,
     p = tmp_path / "v.yaml"
     p.write_text(BASE.replace(old, new, 1))
     assert_located_error(p, where, says)
+
+
+def test_a_layout_the_header_accepts_but_misreads_is_found() -> None:
+    fs = [f for f in _findings(ROOT / "specs" / "planted" / "sm90_gmma_chunk_order_misread.yaml")
+          if f.kind == "gmma_layout_misread"]
+    assert len(fs) == 1 and fs[0].witness["operand"] == "b"
+    w = fs[0].witness
+    layout = L.parse_layout("((1,4,8),(8,2)):((64,8,1),(32,256))")
+    i, j = w["element"]
+    placed = w["placed_at"]
+    assert w["layout_address"] == L.Swizzle(2, 4, 3)(placed + layout(i, j) * 2)
+    d = L.make_gmma_desc("MN", L.ComposedLayout(L.Swizzle(2, 4, 3), L.SmemPtrFlag(16), layout), 16, placed)
+    assert w["reader_address"] == int(L.gmma_smem_addresses(d, "MN", 32, 16, 16)[i, j])

@@ -49,7 +49,8 @@ class GmmaOperandModel:
     swizzle's period, the worst case; else 0), who writes the stage (``tma``, or the generic
     stores' ``offset`` / ``address`` swizzle), and what goes wrong: elements whose writer and
     the tensor core disagree on the address (the swizzle's phase), elements a hand-written
-    descriptor reads elsewhere than the built one; each ``(count, witness)``."""
+    descriptor reads elsewhere than the built one, elements the built descriptor itself reads
+    elsewhere than the layout puts them (``misread``); each ``(count, witness)``."""
 
     operand: str
     tensor: str
@@ -64,6 +65,8 @@ class GmmaOperandModel:
     phase_mismatch: tuple[int, dict[str, Any]] | None
     fields_mismatch: tuple[int, dict[str, Any]] | None
     path: tuple[Any, ...]
+    #: elements the accepted descriptor reads elsewhere than the layout puts them
+    misread: tuple[int, dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,7 +311,8 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
     try:
         descs = L.make_gmma_desc_tensor(o.major, t.layout, (bm, kb), bits, placed)
     except L.GmmaLayoutError as ex:
-        return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), {}, ex, placed, need, writer, None, None, path)
+        return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), {}, ex, placed, need, writer, None, None,
+                                path)
     except ThreadmapError as ex:
         raise fail((*path, "tensor"), str(ex)) from None
     def stage_reads(ds: Mapping[tuple[int, int], L.GmmaDescriptor]) -> Any:
@@ -320,11 +324,15 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
 
     ii, jj = np.meshgrid(np.arange(mn, dtype=np.int64), np.arange(k, dtype=np.int64), indexing="ij")
     reads = stage_reads(descs)
-    if writer == "offset":
+    # the layout's own addresses (swizzled absolutely, as CuTe's pointer does): a descriptor the
+    # header accepts can still read other elements (the recast to uint128_t forgets the order
+    # inside each 16-byte chunk)
+    own = np.asarray(sw(placed + np.asarray(inner((ii, jj)), dtype=np.int64) * bits // 8), dtype=np.int64)
+    misread = _first_mismatch(own, reads, ("layout_address", "reader_address"), {"placed_at": placed})
+    phase = None
+    if misread is None and writer == "offset":
         writes = placed + np.asarray(t.layout((ii, jj)), dtype=np.int64) * bits // 8
-    else:
-        writes = np.asarray(sw(placed + np.asarray(inner((ii, jj)), dtype=np.int64) * bits // 8), dtype=np.int64)
-    phase = _first_mismatch(writes, reads, ("writer_address", "reader_address"), {"placed_at": placed})
+        phase = _first_mismatch(writes, reads, ("writer_address", "reader_address"), {"placed_at": placed})
     fields = None
     if o.descriptor is not None:
         d0 = descs[(0, 0)]
@@ -336,4 +344,4 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
                                             "layout_type": d0.layout_type.name},
                                   "given": {"lbo": o.descriptor.lbo, "sbo": o.descriptor.sbo, "layout_type": lt.name}})
     return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), descs, None, placed, need, writer, phase, fields,
-                            path)
+                            path, misread)

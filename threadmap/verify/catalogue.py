@@ -87,6 +87,7 @@ CATALOGUE: dict[str, Entry] = {e.name: e for e in (
           ("dataflow",)),
     Entry("pipeline", "kernel", "threadmap.verify.pipeline", PipelineSummary,
           ("tma_descriptor", "tma_smem_alignment", "gmma_descriptor", "gmma_swizzle_phase", "gmma_descriptor_fields",
+           "gmma_layout_misread",
            "read_before_landed", "refill_while_read", "missing_proxy_fence",
            "tx_mismatch_hang", "arrival_deadlock", "sync_deadlock", "over_arrival", "multicast_outside_cluster",
            "tmem_read_before_wait"),

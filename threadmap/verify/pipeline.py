@@ -65,7 +65,8 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
     ``make_gmma_desc`` rejects (``gmma_descriptor``, quoting the canonical form it misses), a
     writer and the tensor core disagreeing on the swizzle's phase (``gmma_swizzle_phase``, the
     two addresses as the witness), hand-written fields reading elsewhere than the built ones
-    (``gmma_descriptor_fields``)."""
+    (``gmma_descriptor_fields``), a layout the header accepts whose descriptor reads other
+    elements (``gmma_layout_misread``)."""
     out = []
     for g in pipe.gmma:
         at = where(g.path)
@@ -79,6 +80,15 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
                                        f"{g.error.detail}" + (f"; the canonical form is {g.error.canonical}"
                                                               if g.error.canonical else "")
                                        + " (a static_assert: the kernel does not compile)"))
+        if g.misread is not None:
+            n, w = g.misread
+            out.append(Finding(check="pipeline", kind="gmma_layout_misread",
+                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n, **w, "at": at},
+                               message=f"{what}: make_gmma_desc accepts the layout, but the descriptor reads {n} "
+                                       f"elements elsewhere than the layout puts them (element {tuple(w['element'])} "
+                                       f"lies at byte {w['layout_address']}, the tensor core reads byte "
+                                       f"{w['reader_address']}): the header checks the layout after recasting it to "
+                                       "uint128_t, which forgets the order of the elements inside each 16-byte chunk"))
         if g.phase_mismatch is not None:
             n, w = g.phase_mismatch
             out.append(Finding(check="pipeline", kind="gmma_swizzle_phase",
