@@ -125,3 +125,17 @@ def test_the_descriptor_tensor_is_each_blocks_own_descriptor(major: str, swizzle
         own = make_gmma_desc(major, ComposedLayout(atom.layout_a, atom.offset, t.layout), bits,
                              2048 + int(t.offset) * bits // 8)  # type: ignore[arg-type]
         assert d == own
+
+
+@pytest.mark.parametrize("major", ["K", "MN"])
+@pytest.mark.parametrize("swizzle", ["INTER", "SW32", "SW64", "SW128"])
+@pytest.mark.parametrize("cxx, bits", [("half_t", 16), ("cutlass::bfloat16_t", 16), ("float", 32), ("uint8_t", 8)])
+def test_the_gmma_atoms_parse_by_their_cxx_names(major: str, swizzle: str, cxx: str, bits: int) -> None:
+    from threadmap.layout import parse_layout
+
+    want = gmma_layout_atom(major, swizzle, bits)
+    for text in (f"GMMA::Layout_{major}_{swizzle}_Atom<{cxx}>{{}}",
+                 f"cute::SM90::GMMA::Layout_{major}_{swizzle}_Atom<{cxx}>"):
+        assert parse_layout(text) == want
+    tiled = parse_layout(f"tile_to_shape(GMMA::Layout_{major}_{swizzle}_Atom<{cxx}>{{}}, make_shape(256, 128))")
+    assert tiled == want.tile_to_shape((256, 128))

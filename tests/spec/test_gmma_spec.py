@@ -97,3 +97,17 @@ def test_a_layout_the_header_accepts_but_misreads_is_found() -> None:
     assert w["layout_address"] == L.Swizzle(2, 4, 3)(placed + layout(i, j) * 2)
     d = L.make_gmma_desc("MN", L.ComposedLayout(L.Swizzle(2, 4, 3), L.SmemPtrFlag(16), layout), 16, placed)
     assert w["reader_address"] == int(L.gmma_smem_addresses(d, "MN", 32, 16, 16)[i, j])
+
+
+def test_a_shared_tensor_may_name_its_gmma_atom(tmp_path: Path) -> None:
+    spec = ROOT / "specs" / "mma" / "sm90_stmatrix_epilogue_64x16.yaml"
+    hand = "Sw<1,3,3> o ((8,8),16):((16,128),1)"
+    named = "tile_to_shape(GMMA::Layout_K_SW32_Atom<half_t>{}, make_shape(64,16))"
+    p = tmp_path / "named.yaml"
+    p.write_text(spec.read_text().replace(hand, named))
+    mine, theirs = api.verify_spec(p)[0], api.verify_spec(spec)[0]
+    assert [(r.check, r.stage, r.status, r.summary) for r in mine.results] == \
+        [(r.check, r.stage, r.status, r.summary) for r in theirs.results]
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(spec.read_text().replace(hand, named.replace("half_t", "float")))
+    assert_located_error(wrong, "tensors.sD.layout", "32-bit elements")

@@ -9,11 +9,14 @@ Accepted forms (each also with ``cute::`` qualifiers and any spacing)::
     make_layout(make_shape(8,64), make_stride(64,1))  make_layout(make_shape(8,64), GenRowMajor{})
     Layout<Shape<_8,_64>, Stride<_64,_1>>{}           Int<8>{}
     tile_to_shape(atom, make_shape(64,64)[, order])
+    GMMA::Layout_K_SW128_Atom<half_t>{}              (SM90::GMMA:: atoms: Sw o smem_ptr[Nb] o L)
 
 Grammar (``{}`` after a type name is optional; ``NAME`` is an identifier, ``cute::`` dropped)::
 
     expr     := operand ('o' operand)*                  right-associative: A o [O o] B
-    operand  := swizzle | typed | call | tag | tuple [':' tuple] | '_'
+    operand  := swizzle | typed | gmma | call | tag | tuple [':' tuple] | '_'
+    gmma     := ['SM90::'] ['GMMA::'] 'Layout_' ('MN'|'K') '_' ('INTER'|'SW32'|'SW64'|'SW128') '_Atom'
+                ('<' NAME ('::' NAME)* '>' | '_Bits') ['{' '}']
     swizzle  := ('Sw' | 'Swizzle') '<' int ',' int ',' int '>' ['{' '}']
     typed    := 'Layout' '<' type [',' type] '>' ['{' '}']  |  'Int' '<' int '>' ['{' '}']
     type     := ('Shape' | 'Stride' | 'Coord' | 'Tile' | 'tuple') '<' type (',' type)* '>'
@@ -54,6 +57,9 @@ from threadmap.layout.underscore import Underscore, _
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>_?-?[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
                     r"|(?P<p>::|[(),:<>@{}])|(?P<end>$))")
+
+#: ``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom[_Bits]`` (cute/atom/mma_traits_sm90_gmma.hpp)
+_GMMA_ATOM = re.compile(r"Layout_(MN|K)_(INTER|SW32|SW64|SW128)_Atom(_Bits)?")
 
 MAX_TEXT = 100_000
 MAX_DEPTH = 64
@@ -293,7 +299,14 @@ class _Parser:
         if t is None:
             raise self.err("expected a layout but the text ended")
         if t[0] == "name":
+            while t is not None and t[1] in ("SM90", "GMMA") and self.at("::", 1):
+                self.i += 2  # SM90::GMMA:: qualifiers of the GMMA layout atoms
+                t = self.peek()
+            if t is None or t[0] != "name":
+                raise self.err("expected a GMMA layout atom after the GMMA:: qualifier")
             name = t[1]
+            if _GMMA_ATOM.fullmatch(name) and (self.at("<", 1) or name.endswith("_Bits")):
+                return self.gmma_atom()
             if name in ("Sw", "Swizzle") and self.at("<", 1):
                 return self.swizzle()
             if name == "Layout" and self.at("<", 1):
@@ -321,6 +334,31 @@ class _Parser:
             self.take(":")
             return Layout(shape, self.tuple_())
         return shape
+
+    def gmma_atom(self) -> Any:
+        """``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom<T>{}`` (or ``..._Atom_Bits``): the
+        C++ type, ``Sw<B,4,3> o smem_ptr[Nb] o L``."""
+        from threadmap.layout.atom.copy_traits import type_bits
+        from threadmap.layout.atom.mma_traits_sm90_gmma import gmma_layout_atom, gmma_layout_atom_bits
+
+        start = self.i
+        m = _GMMA_ATOM.fullmatch(self.take(kind="name"))
+        assert m is not None
+        parts = [""]
+        if not m.group(3):  # the _Bits atoms take no element type
+            self.take("<")
+            parts = [self.take(kind="name")]
+            while self.at("::"):
+                self.take("::")
+                parts.append(self.take(kind="name"))
+            self.take(">")
+        self.opt_braces()
+        try:
+            if m.group(3):
+                return gmma_layout_atom_bits(m.group(1), m.group(2))
+            return gmma_layout_atom(m.group(1), m.group(2), type_bits(parts[-1]))
+        except ThreadmapError as e:
+            raise self.err(f"GMMA layout atom: {e}", start) from None
 
     def call(self) -> Any:
         start = self.i

@@ -318,6 +318,13 @@ class _Builder:
         path = ("tensors", name, "layout")
         tmpl = self.parsed.tensors[name]
         lay = self.layout(tmpl, path)
+        bits = ELEMENT_BITS[t.element or self.spec.element]
+        if isinstance(lay, L.ComposedLayout) and isinstance(lay.offset, L.SmemPtrFlag):
+            # a GMMA atom's Sw o smem_ptr[Nb] o L: its swizzle acts on byte addresses; as the
+            # tensor's element-offset function it is the swizzle recast to elements
+            if lay.offset.bits != bits:
+                raise self.fail(path, f"the layout is of {lay.offset.bits}-bit elements, the tensor's are {bits}-bit")
+            lay = lay.as_position_independent_swizzle_layout()
         inner = lay.layout_b if isinstance(lay, L.ComposedLayout) else lay
         if any(not isinstance(d, int) for d in _leaves(getattr(inner, "stride", 0))):
             raise self.fail(path, "a tensor layout needs integer strides (basis strides such as 1@0 "
@@ -329,7 +336,6 @@ class _Builder:
             if root in seen:
                 raise self.fail(("tensors", name, "alias"), f"alias cycle through {root!r}")
             seen.add(root)
-        bits = ELEMENT_BITS[t.element or self.spec.element]
         base = t.align if t.memory == "global" else 0
         return TensorModel(name, t.memory, lay, shape, bits, root, base, t.offset, t.align,
                            dict(tmpl.mode_names), path)
