@@ -15,6 +15,19 @@ class LayoutError(ThreadmapError):
     """Shapes/strides are invalid (non-positive, incongruent) or an operation's precondition fails."""
 
 
+class DescriptorLayoutError(LayoutError):
+    """A shared layout a tensor-core descriptor builder (``make_gmma_desc``, ``make_umma_desc``)
+    does not accept -- a ``static_assert`` of the header, so the kernel does not compile:
+    ``rule`` is the assert's message, ``canonical`` the form the layout misses (empty before
+    the layout type is known)."""
+
+    builder = "make_desc"
+
+    def __init__(self, rule: str, detail: str, canonical: str = "") -> None:
+        self.rule, self.detail, self.canonical = rule, detail, canonical
+        super().__init__(f"{self.builder}: {rule}: {detail}" + (f" (canonical form: {canonical})" if canonical else ""))
+
+
 class SwizzleError(ThreadmapError):
     """Swizzle parameters are invalid."""
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.support.cxx_oracle import rejected_by_header, run_print_batch
+from tests.support.cxx_oracle import cxx_static_layout, rejected_by_header, run_print_batch
 from threadmap.layout.arch.mma_sm90_desc import GmmaDescriptor, gmma_smem_addresses
 from threadmap.layout.atom.mma_traits_sm90_gmma import GmmaLayoutError, gmma_layout_atom, make_gmma_desc
 from threadmap.layout.layout import Layout
@@ -51,16 +50,6 @@ class Case:
     @property
     def bits(self) -> int:
         return TYPES[self.T]
-
-
-def _static(t: Any) -> str:
-    if isinstance(t, tuple):
-        return "make_shape(" + ", ".join(_static(x) for x in t) + ")"
-    return f"Int<{t}>{{}}"
-
-
-def _cxx_layout(lay: Layout) -> str:
-    return f"make_layout({_static(lay.shape)}, {_static(lay.stride)})"
 
 
 def _atom_cases(rng: random.Random) -> list[Case]:
@@ -106,7 +95,7 @@ def _canonical(major: str, b: int, bits: int, mn_groups: int, sbo: int, lbo: int
 
 def _composed_cxx(lay: Layout, b: int, T: str, addr: int) -> str:
     return (f"auto lay = make_composed_layout(Swizzle<{b},4,3>{{}}, smem_ptr_flag_bits<{TYPES[T]}>{{}}, "
-            f"{_cxx_layout(lay)}); Tensor b = make_tensor(make_smem_ptr(reinterpret_cast<{T}*>({addr})), lay);")
+            f"{cxx_static_layout(lay)}); Tensor b = make_tensor(make_smem_ptr(reinterpret_cast<{T}*>({addr})), lay);")
 
 
 def _form_cases(rng: random.Random) -> list[Case]:

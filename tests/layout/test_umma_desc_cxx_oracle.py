@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.support.cxx_oracle import rejected_by_header, run_print_batch
+from tests.support.cxx_oracle import cxx_static_layout, rejected_by_header, run_print_batch
 from threadmap.errors import LayoutError
 from threadmap.layout.arch.mma_sm100_desc import UmmaInstrDescriptor, UmmaSmemDescriptor, umma_smem_addresses
 from threadmap.layout.atom.copy_traits_sm100_tmem import TMEM_COPY_OPS
@@ -66,16 +65,6 @@ class Case:
     @property
     def bits(self) -> int:
         return TYPES[self.T]
-
-
-def _static(t: Any) -> str:
-    if isinstance(t, tuple):
-        return "make_shape(" + ", ".join(_static(x) for x in t) + ")"
-    return f"Int<{t}>{{}}"
-
-
-def _cxx_layout(lay: Layout) -> str:
-    return f"make_layout({_static(lay.shape)}, {_static(lay.stride)})"
 
 
 def _atom_cases(rng: random.Random) -> list[Case]:
@@ -131,7 +120,7 @@ def _canonical(major: str, swz: str, bits: int, mn_groups: int, sbo: int, lbo: i
 def _composed_cxx(lay: Layout, sw: tuple[int, int, int], T: str, addr: int) -> str:
     b, m, s = sw
     return (f"auto lay = make_composed_layout(Swizzle<{b},{m},{s}>{{}}, smem_ptr_flag_bits<{TYPES[T]}>{{}}, "
-            f"{_cxx_layout(lay)}); Tensor b = make_tensor(make_smem_ptr(reinterpret_cast<{T}*>({addr})), lay);")
+            f"{cxx_static_layout(lay)}); Tensor b = make_tensor(make_smem_ptr(reinterpret_cast<{T}*>({addr})), lay);")
 
 
 def _k_groups(swz: str, bits: int) -> int:

@@ -255,3 +255,16 @@ def rejected_by_header(stmts: dict[str, str], *, prelude: str = PRELUDE) -> set[
         hit |= found
         todo = {k: v for k, v in todo.items() if k not in found}
     return hit
+
+
+# --------------------------------------------------------------------------- C++ spellings
+def cxx_static(t: object) -> str:
+    """An int tuple as static C++ (``make_shape(Int<8>{}, ...)``)."""
+    if isinstance(t, tuple):
+        return "make_shape(" + ", ".join(cxx_static(x) for x in t) + ")"
+    return f"Int<{t}>{{}}"
+
+
+def cxx_static_layout(lay: object) -> str:
+    """A layout with static shape and stride as a C++ ``make_layout`` expression."""
+    return f"make_layout({cxx_static(lay.shape)}, {cxx_static(lay.stride)})"

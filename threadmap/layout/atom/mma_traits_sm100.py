@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.errors import LayoutError
+from threadmap.errors import DescriptorLayoutError, LayoutError
 from threadmap.layout.arch.mma_sm100_desc import (
     UMMA_MAJORS,
     UmmaInstrDescriptor,
@@ -80,14 +80,10 @@ UMMA_CANONICAL: dict[tuple[str, UmmaLayoutType], str] = {
 }
 
 
-class UmmaLayoutError(LayoutError):
-    """A shared layout ``make_umma_desc`` does not accept (a ``static_assert`` of the header:
-    the kernel does not compile): ``rule`` is the assert's message, ``canonical`` the form the
-    layout misses (empty before the layout type is known)."""
+class UmmaLayoutError(DescriptorLayoutError):
+    """A shared layout ``make_umma_desc`` does not accept (see :class:`~threadmap.errors.DescriptorLayoutError`)."""
 
-    def __init__(self, rule: str, detail: str, canonical: str = "") -> None:
-        self.rule, self.detail, self.canonical = rule, detail, canonical
-        super().__init__(f"make_umma_desc: {rule}: {detail}" + (f" (canonical form: {canonical})" if canonical else ""))
+    builder = "make_umma_desc"
 
 
 def umma_layout_type(sw: Swizzle) -> UmmaLayoutType:

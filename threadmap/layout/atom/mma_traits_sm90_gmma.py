@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadmap.errors import LayoutError
+from threadmap.errors import DescriptorLayoutError, LayoutError
 from threadmap.layout.arch.mma_sm90_desc import GMMA_MAJORS, GmmaDescriptor, LayoutType, layout_type_width
 from threadmap.layout.int_tuple import congruent, is_int, rank
 from threadmap.layout.layout import Layout, get, logical_divide, size, upcast
@@ -107,14 +107,10 @@ GMMA_CANONICAL: dict[tuple[str, LayoutType], str] = {
 }
 
 
-class GmmaLayoutError(LayoutError):
-    """A shared layout ``make_gmma_desc`` does not accept (a ``static_assert`` of the header:
-    the kernel does not compile): ``rule`` is the assert's message, ``canonical`` the form the
-    layout misses (empty before the layout type is known)."""
+class GmmaLayoutError(DescriptorLayoutError):
+    """A shared layout ``make_gmma_desc`` does not accept (see :class:`~threadmap.errors.DescriptorLayoutError`)."""
 
-    def __init__(self, rule: str, detail: str, canonical: str = "") -> None:
-        self.rule, self.detail, self.canonical = rule, detail, canonical
-        super().__init__(f"make_gmma_desc: {rule}: {detail}" + (f" (canonical form: {canonical})" if canonical else ""))
+    builder = "make_gmma_desc"
 
 
 def gmma_smem_swizzle(smem: Any, elem_bits: int) -> tuple[Swizzle, Layout]:
