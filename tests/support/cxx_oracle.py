@@ -34,6 +34,7 @@ from typing import NoReturn
 import pytest
 
 from threadmap.gpu.toolchain import cutlass_include, entry_lock, nvcc
+from threadmap.layout.layout import Layout
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("THREADMAP_CXX_CACHE", ROOT / ".cxx_cache"))
@@ -265,6 +266,6 @@ def cxx_static(t: object) -> str:
     return f"Int<{t}>{{}}"
 
 
-def cxx_static_layout(lay: object) -> str:
+def cxx_static_layout(lay: Layout) -> str:
     """A layout with static shape and stride as a C++ ``make_layout`` expression."""
     return f"make_layout({cxx_static(lay.shape)}, {cxx_static(lay.stride)})"
