@@ -50,6 +50,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 WARP_SIZE = 32
 NUM_BANKS = 32
@@ -151,6 +154,32 @@ def ldgsts_wavefronts(lanes: Iterable[tuple[int, int, int | None]], access_bytes
         excess = max(max(store(line), max(Counter(g for _, _, g in line).values())) - 1 for line in lines.values())
         total += max(len(lines) + excess, store(ls))
     return Wavefronts(total, len(by_phase))
+
+
+def gmma_operand_wavefronts(addresses: Any, major: str, elem_bits: int) -> Wavefronts:
+    """The shared-memory wavefronts one ``wgmma`` spends reading an operand whose element
+    ``(i, j)`` (MN, K) the tensor core reads at byte ``addresses[i, j]``: it fetches the operand
+    by core matrices -- 8 rows of 16 bytes (K-major: 8 MN rows of a 16-byte K chunk; MN-major:
+    8 K rows of a 16-byte MN chunk) -- each served like one 8-lane phase of a 16-byte access
+    (:func:`wavefronts`).  ``ideal``: one wavefront per core matrix.  Law: a core matrix whose
+    8 rows fall in distinct 16-byte bank groups costs one wavefront (every canonical GMMA form;
+    measured on the H200: ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma``)."""
+    a = np.asarray(addresses, dtype=np.int64)
+    if a.ndim != 2 or major not in ("K", "MN") or elem_bits not in (4, 8, 16, 32, 64):
+        raise ValueError(f"an operand's (MN, K) addresses, a major K or MN and a GMMA element width, got shape "
+                         f"{a.shape}, {major!r}, {elem_bits!r}")
+    per = 128 // elem_bits                        # elements per 16-byte row
+    grid = a if major == "K" else a.T             # rows of 16-byte chunks along the contiguous mode
+    r, c = grid.shape
+    total = ideal = 0
+    for i0 in range(0, r, 8):
+        for j0 in range(0, c, per):
+            rows = grid[i0:i0 + 8, j0:j0 + per]
+            lanes = [(lane, int(x)) for lane in range(rows.shape[0]) for x in rows[lane]]
+            w = wavefronts(lanes, max(elem_bits // 8, 1), MAX_ACCESS_BYTES)
+            total += w.wavefronts
+            ideal += 1
+    return Wavefronts(total, ideal)
 
 
 @dataclass(frozen=True)

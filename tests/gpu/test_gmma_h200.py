@@ -14,9 +14,12 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
+
+from threadmap.hardware import gmma_operand_wavefronts
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((ROOT / "docs" / "hardware" / "gmma" / "wgmma_h200.json").read_text())
@@ -44,17 +47,29 @@ def test_every_case_ran() -> None:
 
 
 @pytest.mark.parametrize("case", CASES.CASES, ids=lambda c: c.id)
-def test_the_h200_computed_what_the_model_predicts(case: object) -> None:
+def test_the_h200_computed_what_the_model_predicts(case: Any) -> None:
     pred = CASES.predicted(case).astype("<f4")
     assert hashlib.sha256(pred.tobytes()).hexdigest() == RECORD["cases"][case.id]["sha256_D"]
 
 
 @pytest.mark.parametrize("case", CASES.CASES, ids=lambda c: c.id)
-def test_each_threads_accumulators_are_the_atoms_clayout(case: object) -> None:
+def test_each_threads_accumulators_are_the_atoms_clayout(case: Any) -> None:
     # the probe dumps every thread's registers as they are; the model places D's elements in
     # them by the GMMA atom's CLayout (threadmap.layout.atom.mma_traits)
     regs = CASES.predicted_registers(case).astype("<f4")
     assert hashlib.sha256(regs.tobytes()).hexdigest() == RECORD["cases"][case.id]["sha256_registers"]
+
+
+@pytest.mark.parametrize("case", CASES.CASES, ids=lambda c: c.id)
+def test_the_tensor_cores_shared_wavefronts_are_predicted(case: Any) -> None:
+    # Nsight Compute's l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma of the one wgmma: the
+    # core matrices of A and B, each served as one 8-lane phase of a 16-byte access
+    ra, rb = CASES.reads(case)
+    _, _, ma, mb = CASES.descriptors(case)
+    wa, wb = gmma_operand_wavefronts(ra, ma, 16), gmma_operand_wavefronts(rb, mb, 16)
+    rec = RECORD["cases"][case.id]
+    assert wa.wavefronts + wb.wavefronts == rec["gmma_wavefronts"]
+    assert wa.extra + wb.extra == rec["gmma_bank_conflicts"]
 
 
 def test_the_altered_descriptors_read_other_elements() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 import threadmap.layout as L
 from threadmap.errors import SpecError, ThreadmapError
+from threadmap.hardware import gmma_operand_wavefronts
 from threadmap.pipeline import Block, Op, Protocol, Role
 from threadmap.pipeline.program import OpKind
 from threadmap.spec.expr import parse_expr
@@ -67,6 +68,8 @@ class GmmaOperandModel:
     path: tuple[Any, ...]
     #: elements the accepted descriptor reads elsewhere than the layout puts them
     misread: tuple[int, dict[str, Any]] | None = None
+    #: the shared wavefronts the tensor core spends reading the stage (every block), and the ideal
+    wavefronts: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -343,5 +346,7 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
                                  {"built": {"lbo": d0.leading_byte_offset, "sbo": d0.stride_byte_offset,
                                             "layout_type": d0.layout_type.name},
                                   "given": {"lbo": o.descriptor.lbo, "sbo": o.descriptor.sbo, "layout_type": lt.name}})
+    wf = [gmma_operand_wavefronts(reads[bi * bm:(bi + 1) * bm, bj * kb:(bj + 1) * kb], o.major, bits)
+          for bi, bj in descs]
     return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), descs, None, placed, need, writer, phase, fields,
-                            path, misread)
+                            path, misread, (sum(w.wavefronts for w in wf), sum(w.ideal for w in wf)))

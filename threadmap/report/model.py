@@ -178,6 +178,8 @@ class PipelineSummary(CheckSummary):
     truncated: bool = False
     tma: list[dict[str, Any]] = Field(default_factory=list, description="each TMA copy's descriptor as "
                                                                         "cuTensorMapEncodeTiled receives it")
+    gmma: list[dict[str, Any]] = Field(default_factory=list, description="each wgmma operand: its first "
+                                       "descriptor and the shared wavefronts the tensor core spends reading a stage")
     by_kind: dict[str, int] = Field(default_factory=dict)
 
 

@@ -171,7 +171,11 @@ def check_pipeline(model: KernelModel) -> CheckResult:
             "bytes_per_issue": t.nbytes} for t in pipe.tma.values()]
     summary = PipelineSummary(stages=pipe.protocol.stages, roles=[r.name for r in pipe.protocol.roles],
                               iterations=pipe.iterations, trip_counts=trips, states=e.states,
-                              finished_runs=e.finished_runs, truncated=e.truncated, tma=tma, by_kind=by_kind)
+                              finished_runs=e.finished_runs, truncated=e.truncated, tma=tma, by_kind=by_kind,
+                              gmma=[{"operand": g.operand, "tensor": g.tensor, "major": g.major, "block": list(g.block),
+                                     "descriptor": (f"{g.descriptors[(0, 0)].desc:#018x}" if g.descriptors else None),
+                                     "wavefronts": g.wavefronts[0], "ideal_wavefronts": g.wavefronts[1]}
+                                    for g in pipe.gmma])
     res = CheckResult(check="pipeline", stage=None, side=None, status="PASS", summary=summary)
     for f in findings:
         res.add(f)

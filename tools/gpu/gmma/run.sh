@@ -30,4 +30,9 @@ same=false
 [ -s "$OUT/memcheck_out.bin" ] && cmp -s -n "$(stat -c %s "$OUT/memcheck_out.bin")" "$OUT/memcheck_out.bin" "$OUT/wgmma_out.bin" && same=true
 python3 -c 'import json,sys; print(json.dumps({"memcheck_rc": int(sys.argv[1]), "error_summary": sys.argv[2], "same_as_plain": sys.argv[3] == "true"}))' \
   "$rc" "$summary" "$same" | tee "$OUT/memcheck_summary.json"
+# the tensor core's shared-memory reads: wavefronts and bank conflicts per case (one launch each)
+ncu --clock-control none --target-processes all --csv --metrics \
+  l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum \
+  "$OUT/wgmma_probe" "$CASES" "$OUT/ncu_out.bin" > "$OUT/gmma_ncu.csv" 2> "$OUT/ncu_stderr.txt"
+echo "ncu rc=$?"
 cat "$OUT/wgmma_h200.jsonl"
