@@ -14,10 +14,19 @@ import numpy as np
 import threadmap.layout as L
 from threadmap.errors import SpecError, ThreadmapError
 from threadmap.hardware import gmma_operand_wavefronts
+from threadmap.layout.atom.copy_traits_sm100_tmem import TMEM_DP_BITS
 from threadmap.pipeline import Block, Op, Protocol, Role
 from threadmap.pipeline.program import OpKind
 from threadmap.spec.expr import parse_expr
-from threadmap.spec.schema import BarrierArgs, BufferArgs, GmmaOperandSpec, PipelineBlock, PipelineOp, PipelineSpec
+from threadmap.spec.schema import (
+    BarrierArgs,
+    BufferArgs,
+    GmmaOperandSpec,
+    PipelineBlock,
+    PipelineOp,
+    PipelineSpec,
+    TmemLoadArgs,
+)
 
 Fail = Callable[[Sequence[Any], str], SpecError]
 #: the named barrier every role takes part in (``__syncthreads``)
@@ -73,6 +82,18 @@ class GmmaOperandModel:
 
 
 @dataclass(frozen=True)
+class TmemModel:
+    """The CTA's tensor memory: the rules each warp's ``tcgen05.ld`` breaks (``violations``:
+    (spec path, warp, TmemViolation)) and the accumulator cells no load reads (count, first
+    (lane, column))."""
+
+    columns: int
+    violations: tuple[tuple[tuple[Any, ...], int, Any], ...] = ()
+    uncovered: tuple[int, tuple[int, int]] | None = None
+    path: tuple[Any, ...] = ("pipeline", "tmem")
+
+
+@dataclass(frozen=True)
 class PipelineModel:
     """The bound pipeline: its protocol, trip count, TMA copies, and where it is in the spec."""
 
@@ -80,6 +101,7 @@ class PipelineModel:
     iterations: int
     tma: dict[str, TmaModel] = field(default_factory=dict)
     gmma: tuple[GmmaOperandModel, ...] = ()
+    tmem: TmemModel | None = None
     #: sizes the protocol depends on besides through the trip count (a proof over sizes needs none)
     size_dependent: tuple[str, ...] = ()
     #: the trip count's expression
@@ -156,7 +178,10 @@ def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[s
         filled = {t.smem for t in tma.values() if t.copy.op != "SM90_TMA_STORE"}
         gmma = tuple(_gmma(name, o, tensors, filled, by_address, (*base, "gmma", name), fail)
                      for name, o in (("a", spec.gmma.a), ("b", spec.gmma.b)) if o is not None)
-    return PipelineModel(protocol, iterations, tma, gmma, tuple(sorted(used)), spec.iterations)
+    tmem = _tmem(spec, fail) if spec.tmem is not None or any(
+        isinstance(item, PipelineOp) and isinstance(item.tmem_load, TmemLoadArgs)
+        for role in spec.roles.values() for blk in role.program for item in blk.ops) else None
+    return PipelineModel(protocol, iterations, tma, gmma, tmem, tuple(sorted(used)), spec.iterations)
 
 
 def _stage_bytes(t: Any) -> int:
@@ -224,6 +249,8 @@ def _op(item: Any, path: tuple[Any, ...], spec: PipelineSpec, tma: Mapping[str, 
                   ahead=v.ahead, multicast=v.multicast, copy=v.copy_, where=path)
     if kind in ("wait_group", "wait_mma", "tma_store_wait"):
         return Op(cast(OpKind, kind), n=int(v), where=path)
+    if kind == "tmem_load" and isinstance(v, TmemLoadArgs):
+        return Op("tmem_load", fragment=v.fragment, where=path)
     if kind in ("tmem_load", "use"):
         return Op(cast(OpKind, kind), fragment=v, where=path)
     if kind == "sync":
@@ -350,3 +377,48 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
           for bi, bj in descs]
     return GmmaOperandModel(name, o.tensor, o.major, bits, (bm, kb), descs, None, placed, need, writer, phase, fields,
                             path, misread, (sum(w.wavefronts for w in wf), sum(w.ideal for w in wf)))
+
+
+def _tmem(spec: PipelineSpec, fail: Fail) -> TmemModel:
+    """The tensor memory: every warp's ``tcgen05.ld`` of each ``tmem_load`` with an op checked
+    against its subpartition and the allocation, and the accumulator's cells none reads."""
+    base = ("pipeline", "tmem")
+    if spec.tmem is None:
+        raise fail(("pipeline",), "a tmem_load with an op needs pipeline.tmem (its allocation's columns)")
+    columns = spec.tmem.columns
+    violations: list[tuple[tuple[Any, ...], int, Any]] = []
+    violations += [(base + ("columns",), -1, v) for v in L.tmem_allocation_violations(columns)]
+    cells: set[tuple[int, int]] = set()
+    for rname, role in spec.roles.items():
+        for bi, blk in enumerate(role.program):
+            for oi, item in enumerate(blk.ops):
+                if not isinstance(item, PipelineOp) or not isinstance(item.tmem_load, TmemLoadArgs):
+                    continue
+                a = item.tmem_load
+                path = ("pipeline", "roles", rname, "program", bi, "ops", oi, "tmem_load")
+                try:
+                    op = L.tmem_copy_op(a.op)
+                except ThreadmapError as ex:
+                    raise fail((*path, "op"), str(ex)) from None
+                if not op.load:
+                    raise fail((*path, "op"), f"{a.op} is a TMEM store; tmem_load takes a SM100_TMEM_LOAD_* op")
+                for w in range(role.warps[0], role.warps[1] + 1):
+                    lane = 32 * (w % 4) if a.lane == "own" else a.lane
+                    if not 0 <= lane < 1 << 16:
+                        raise fail((*path, "lane"), f"a TMEM lane is 0..65535, got {lane}")
+                    for v in L.tmem_op_access_violations(op, w, lane << 16 | a.column, columns):
+                        violations.append((path, w, v))
+                    # every bit the op reads: its lane and 32-bit column
+                    bits = np.unique(L.tmem_bit_map(op))
+                    cells.update(zip((bits // TMEM_DP_BITS + lane).tolist(),
+                                     (bits % TMEM_DP_BITS // 32 + a.column).tolist()))
+    uncovered = None
+    if spec.tmem.accumulator is not None:
+        lanes, cols = spec.tmem.accumulator
+        if not 0 < lanes <= 128 or not 0 < cols <= 512:
+            raise fail(base + ("accumulator",), f"an accumulator is 1..128 lanes x 1..512 columns, got {lanes} x "
+                                                f"{cols}")
+        missing = [(x, y) for x in range(lanes) for y in range(cols) if (x, y) not in cells]
+        if missing:
+            uncovered = (len(missing), missing[0])
+    return TmemModel(columns, tuple(violations), uncovered)

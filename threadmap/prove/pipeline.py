@@ -26,7 +26,7 @@ from threadmap.prove.encode import SizeSpace, Unsupported, layout_monomials
 from threadmap.report.model import Finding, PropertyResult
 from threadmap.spec.expr import parse_expr
 from threadmap.spec.load import LoadedSpec
-from threadmap.verify.pipeline import gmma_findings, protocol_findings, tma_findings
+from threadmap.verify.pipeline import gmma_findings, protocol_findings, tma_findings, tmem_findings
 
 #: TMA rules whose truth depends on the sizes (decided by z3 here, not at one sample)
 SIZE_RULES = ("a global extent is 1 .. 2^32", "a global stride is < 2^40 bytes",
@@ -56,9 +56,9 @@ def pipeline_property(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel,
         return done("UNKNOWN", f"the wgmma operand stage {sized[0]} depends on the sizes: its descriptors are checked "
                                "at the sampled sizes only (verify)")
     fixed = [f for f in tma_findings(pipe, model0.where) if f.witness.get("rule") not in SIZE_RULES] + \
-        gmma_findings(pipe, model0.where)
+        gmma_findings(pipe, model0.where) + tmem_findings(pipe, model0.where)
     if fixed:
-        return done("REFUTED", f"{len(fixed)} TMA or wgmma operand rule(s) broken for every size",
+        return done("REFUTED", f"{len(fixed)} TMA, wgmma operand or tensor memory rule(s) broken for every size",
                     sizes=dict(model0.env), findings=fixed)
     names = list(loaded.spec.sizes)
     for t in pipe.tma.values():

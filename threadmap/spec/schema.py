@@ -214,6 +214,24 @@ class TmaIssue(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class TmemLoadArgs(_Model):
+    """``copy(tiled_t2r, tTR_tAcc, tTR_rAcc)``: one ``tcgen05.ld`` per warp of the role."""
+
+    fragment: str = Field(description="the register fragment it fills")
+    op: str = Field(description="the TMEM load operation, e.g. SM100_TMEM_LOAD_32dp32b8x")
+    lane: StrictInt | Literal["own"] = Field("own", description="the lane the warp's address names: 'own' is its "
+                                                               "subpartition's first lane, 32 * (warp % 4)")
+    column: StrictInt = Field(0, ge=0, lt=1 << 16, description="the first column (relative to the allocation)")
+
+
+class TmemSpec(_Model):
+    """The CTA's tensor memory: its allocation and the accumulator the epilogue must read."""
+
+    columns: StrictInt = Field(description="tcgen05.alloc's num_columns (a power of two, 32..512)")
+    accumulator: tuple[StrictInt, StrictInt] | None = Field(
+        None, description="[lanes, columns] of the accumulator from lane 0, column 0: every cell must be loaded")
+
+
 class PipelineOp(_Model):
     """One operation of a role's program: exactly one key."""
 
@@ -238,8 +256,9 @@ class PipelineOp(_Model):
     write: str | list[str] | BufferArgs | None = Field(None, description="generic stores into these buffers")
     mma: str | list[str] | BufferArgs | None = Field(None, description="wgmma reading these buffers "
                                                                         "asynchronously until wait_mma")
-    tmem_load: str | None = Field(None, description="tcgen05.ld from tensor memory into this register fragment "
-                                                    "(asynchronous until tmem_wait_ld)")
+    tmem_load: str | TmemLoadArgs | None = Field(None, description="tcgen05.ld from tensor memory into this "
+                                                                   "register fragment (asynchronous until "
+                                                                   "tmem_wait_ld)")
     use: str | None = Field(None, description="the role's threads read this register fragment")
 
     @model_validator(mode="after")
@@ -333,6 +352,7 @@ class PipelineSpec(_Model):
     syncs: dict[str, list[str]] = Field(default_factory=dict, description="named barriers: name -> member roles")
     roles: dict[str, RoleSpec] = Field(min_length=1)
     gmma: GmmaSpec | None = Field(None, description="the wgmma operands the consumers' mma reads through descriptors")
+    tmem: TmemSpec | None = Field(None, description="tensor memory (SM100): the allocation and the accumulator")
 
 
 class SectorBound(_Model):

@@ -90,7 +90,7 @@ CATALOGUE: dict[str, Entry] = {e.name: e for e in (
            "gmma_layout_misread",
            "read_before_landed", "refill_while_read", "missing_proxy_fence",
            "tx_mismatch_hang", "arrival_deadlock", "sync_deadlock", "over_arrival", "multicast_outside_cluster",
-           "tmem_read_before_wait"),
+           "tmem_read_before_wait", "tmem_access", "tmem_accumulator_uncovered"),
           ("pipeline",)),
 )}
 

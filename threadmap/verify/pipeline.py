@@ -115,6 +115,35 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
     return out
 
 
+def tmem_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
+    """The tensor memory's findings: each rule a warp's ``tcgen05.ld`` (or the allocation)
+    breaks (``tmem_access``, at the operation), and accumulator cells no load reads
+    (``tmem_accumulator_uncovered``, at ``pipeline.tmem``)."""
+    t = pipe.tmem
+    if t is None:
+        return []
+    out: list[Finding] = []
+    seen: set[tuple[Any, ...]] = set()
+    for path, warp, v in t.violations:
+        if (path, v.rule, v.detail) in seen:
+            continue
+        seen.add((path, v.rule, v.detail))
+        at = where(path)
+        who = f"warp {warp}: " if warp >= 0 and not v.detail.startswith("warp ") else ""
+        out.append(Finding(check="pipeline", kind="tmem_access",
+                           witness={"warp": warp, "rule": v.rule, "when": v.when, "detail": v.detail, "at": at},
+                           message=f"{at}: {who}{v.detail} -- {v.rule} (shows {v.when}; modelled from the headers, "
+                                   "not confirmed on hardware)"))
+    if t.uncovered is not None:
+        n, (lane, col) = t.uncovered
+        at = where(t.path)
+        out.append(Finding(check="pipeline", kind="tmem_accumulator_uncovered",
+                           witness={"missing_cells": n, "lane": lane, "column": col, "at": at},
+                           message=f"{at}: {n} cells of the accumulator are read by no tcgen05.ld (e.g. lane {lane}, "
+                                   f"column {col}): part of the output is never stored"))
+    return out
+
+
 def protocol_findings(where: Any, e: Exploration) -> list[Finding]:
     """The explorer's findings as report findings, located at their operations' lines."""
     return [_finding(f, where) for f in e.findings]
@@ -160,7 +189,8 @@ def check_pipeline(model: KernelModel) -> CheckResult:
     pipe = model.pipeline
     assert pipe is not None
     e, trips = explore_model(pipe)
-    findings = tma_findings(pipe, model.where) + gmma_findings(pipe, model.where) + protocol_findings(model.where, e)
+    findings = (tma_findings(pipe, model.where) + gmma_findings(pipe, model.where) + tmem_findings(pipe, model.where)
+                + protocol_findings(model.where, e))
     by_kind: dict[str, int] = {}
     for f in findings:
         by_kind[f.kind] = by_kind.get(f.kind, 0) + 1
