@@ -238,9 +238,9 @@ class PipelineOp(_Model):
     write: str | list[str] | BufferArgs | None = Field(None, description="generic stores into these buffers")
     mma: str | list[str] | BufferArgs | None = Field(None, description="wgmma reading these buffers "
                                                                         "asynchronously until wait_mma")
-    tmem_load: str | None = Field(None, description="tcgen05.ld from tensor memory into this register fragment "
-                                                    "(asynchronous until tmem_wait_ld)")
-    use: str | None = Field(None, description="the role's threads read this register fragment")
+    tmem_load: str | None = Field(None, min_length=1, description="tcgen05.ld from tensor memory into this register "
+                                                                  "fragment (asynchronous until tmem_wait_ld)")
+    use: str | None = Field(None, min_length=1, description="the role's threads read this register fragment")
 
     @model_validator(mode="after")
     def _one(self) -> PipelineOp:
@@ -250,7 +250,8 @@ class PipelineOp(_Model):
         return self
 
 
-PipelineItem = Literal["commit", "fence_proxy_async", "syncthreads", "tmem_wait_ld"] | PipelineOp
+BareOp = Literal["commit", "fence_proxy_async", "syncthreads", "tmem_wait_ld"]
+PipelineItem = BareOp | PipelineOp
 
 
 class PipelineBlock(_Model):
