@@ -59,6 +59,19 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>_?-?[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)
                     r"|(?P<p>::|[(),:<>@{}])|(?P<end>$))")
 
 #: ``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom[_Bits]`` (cute/atom/mma_traits_sm90_gmma.hpp)
+#: characters of a long text quoted either side of an error's column
+EXCERPT = 60
+
+
+def _excerpt(text: str, at: int) -> str:
+    """``text`` quoted for a message; a long one cut to the characters around ``at`` (a
+    100,000-character text must not make a 100,000-character message)."""
+    if len(text) <= 4 * EXCERPT:
+        return repr(text)
+    lo, hi = max(0, at - EXCERPT), at + EXCERPT
+    return ("..." if lo else "") + repr(text[lo:hi]) + ("..." if hi < len(text) else "")
+
+
 _GMMA_ATOM = re.compile(r"Layout_(MN|K)_(INTER|SW32|SW64|SW128)_Atom(_Bits)?")
 
 MAX_TEXT = 100_000
@@ -159,7 +172,7 @@ class _Parser:
     def err(self, msg: str, at: int | None = None) -> ParseError:
         i = self.i if at is None else at
         col = self.toks[i][2] + 1 if i < len(self.toks) else len(self.text) + 1
-        return ParseError(f"{msg} at column {col} in {self.text!r}")
+        return ParseError(f"{msg} at column {col} in {_excerpt(self.text, col - 1)}")
 
     def peek(self, k: int = 0) -> tuple[str, str, int] | None:
         j = self.i + k
@@ -299,11 +312,15 @@ class _Parser:
         if t is None:
             raise self.err("expected a layout but the text ended")
         if t[0] == "name":
-            while t is not None and t[1] in ("SM90", "GMMA") and self.at("::", 1):
-                self.i += 2  # SM90::GMMA:: qualifiers of the GMMA layout atoms
-                t = self.peek()
-            if t is None or t[0] != "name":
-                raise self.err("expected a GMMA layout atom after the GMMA:: qualifier")
+            start = self.i
+            for q in ("SM90", "GMMA"):  # [SM90::][GMMA::] qualifiers of the GMMA layout atoms, as C++ spells them
+                if self.at(q) and self.at("::", 1):
+                    self.i += 2
+            t = self.peek()
+            if self.i != start and (t is None or t[0] != "name" or not _GMMA_ATOM.fullmatch(t[1])):
+                raise self.err("expected a GMMA layout atom (Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom) after "
+                               "the SM90::GMMA:: qualifier")
+            assert t is not None
             name = t[1]
             if _GMMA_ATOM.fullmatch(name) and (self.at("<", 1) or name.endswith("_Bits")):
                 return self.gmma_atom()

@@ -169,6 +169,12 @@ def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[s
                         for oi, item in enumerate(blk.ops))
             blocks.append(_block(blk, ops))
             trip_seen |= blk.loop == "iterations"
+        # a use of registers no tcgen05.ld of the role fills is a misspelt fragment, which the
+        # explorer would otherwise never flag
+        loaded = {o.fragment for b in blocks for o in b.ops if o.kind == "tmem_load"}
+        for o in (o for b in blocks for o in b.ops if o.kind == "use" and o.fragment not in loaded):
+            raise fail((*o.where, "use"), f"{o.fragment!r} is not a fragment a tmem_load of role {rname} fills "
+                                          f"({', '.join(sorted(map(repr, loaded))) or 'none'})")
         out_roles.append(Role(rname, role.warps[0], role.warps[1], tuple(blocks), role.start_phase, role.start_stage,
                               rpath))
     syncs.setdefault(SYNCTHREADS, tuple(spec.roles))
@@ -320,6 +326,11 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
     if bits not in (8, 16, 32):
         raise fail((*path, "tensor"), f"{o.tensor} has {bits}-bit elements; wgmma reads 8-, 16- or 32-bit ones "
                                       "from shared memory")
+    if o.major == "MN" and bits != 16:
+        # PTX wgmma transposes (imm-trans) only f16/bf16; CUTLASS's ss_op_selector asserts K-major
+        raise fail((*path, "major"), f"{o.tensor} has {bits}-bit elements: wgmma reads tf32 and 8-bit operands "
+                                     f"K-major only (\"Major{name.upper()} must be GMMA::Major::K for this "
+                                     "config.\", cute/arch/mma_sm90.hpp)")
     mn, k = t.shape
     kb = 256 // bits
     if name == "a":
@@ -328,6 +339,9 @@ def _gmma(name: str, o: GmmaOperandSpec, tensors: Mapping[str, Any], filled: set
         bm = 64
     else:
         bm = o.n if o.n is not None else min(mn, 256)
+        if o.n is None and bm % 8:
+            raise fail((*path, "tensor"), f"{o.tensor} is {mn} x {k}: its MN extent is no wgmma N (a multiple of 8 "
+                                          "in 8 .. 256); give n")
     if mn % bm or k % kb:
         raise fail((*path, "tensor"), f"{o.tensor} is {mn} x {k}; one wgmma reads {bm} x {kb} of it (the block "
                                       "must divide the stage)")

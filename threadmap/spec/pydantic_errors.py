@@ -10,11 +10,12 @@ problem with a mapping key, the ``repr`` of keys that are neither strings nor in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from pydantic import ValidationError
 
 from threadmap.spec.located import Errors, Path_, gc_paused, show
+from threadmap.spec.schema import BareOp
 
 _SCALAR_ERRORS = {"int_type", "int_parsing", "int_from_float", "string_type", "literal_error",
                   "bool_type", "bool_parsing", "float_type", "float_parsing", "greater_than_equal",
@@ -115,6 +116,9 @@ COMMA_HINT = ("; in a YAML flow list [a, b] a comma splits items: quote expressi
 
 LAYOUT_HINT = ("; inside a YAML flow mapping {...} a colon and a comma split an unquoted layout into "
                "keys: quote it, e.g. layout: \"(M,N):(N,1)\"")
+#: the pipeline operations written as a bare word; given a value they are read as a mapping
+#: with an unknown key
+BARE_OPS = frozenset(get_args(BareOp))
 BOOL_HINT = "; YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the word"
 
 
@@ -144,6 +148,8 @@ def _message(p: _Problem, data: Any) -> str:
         return f"missing required field {show(p.field)}"
     if p.etype == "extra_forbidden":
         hint = LAYOUT_HINT if isinstance(p.field, str) and any(c in p.field for c in "():") else ""
+        if p.field in BARE_OPS:
+            hint = f"; {p.field} is a pipeline operation without arguments: write it alone, - {p.field}"
         return f"unknown field {show(p.field)}{hint}"
     value = (p.path[-1] if p.path else _MISSING) if p.is_key else _node(data, p.path)
     if value is _MISSING:

@@ -217,7 +217,7 @@ class TmaIssue(_Model):
 class TmemLoadArgs(_Model):
     """``copy(tiled_t2r, tTR_tAcc, tTR_rAcc)``: one ``tcgen05.ld`` per warp of the role."""
 
-    fragment: str = Field(description="the register fragment it fills")
+    fragment: str = Field(min_length=1, description="the register fragment it fills")
     op: str = Field(description="the TMEM load operation, e.g. SM100_TMEM_LOAD_32dp32b8x")
     lane: StrictInt | Literal["own"] = Field("own", description="the lane the warp's address names: 'own' is its "
                                                                "subpartition's first lane, 32 * (warp % 4)")
@@ -256,10 +256,10 @@ class PipelineOp(_Model):
     write: str | list[str] | BufferArgs | None = Field(None, description="generic stores into these buffers")
     mma: str | list[str] | BufferArgs | None = Field(None, description="wgmma reading these buffers "
                                                                         "asynchronously until wait_mma")
-    tmem_load: str | TmemLoadArgs | None = Field(None, description="tcgen05.ld from tensor memory into this "
-                                                                   "register fragment (asynchronous until "
-                                                                   "tmem_wait_ld)")
-    use: str | None = Field(None, description="the role's threads read this register fragment")
+    tmem_load: Annotated[str, Field(min_length=1)] | TmemLoadArgs | None = Field(
+        None, description="tcgen05.ld from tensor memory into this register fragment (asynchronous until "
+                          "tmem_wait_ld)")
+    use: str | None = Field(None, min_length=1, description="the role's threads read this register fragment")
 
     @model_validator(mode="after")
     def _one(self) -> PipelineOp:
@@ -269,7 +269,8 @@ class PipelineOp(_Model):
         return self
 
 
-PipelineItem = Literal["commit", "fence_proxy_async", "syncthreads", "tmem_wait_ld"] | PipelineOp
+BareOp = Literal["commit", "fence_proxy_async", "syncthreads", "tmem_wait_ld"]
+PipelineItem = BareOp | PipelineOp
 
 
 class PipelineBlock(_Model):

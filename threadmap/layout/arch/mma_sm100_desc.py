@@ -130,10 +130,13 @@ class UmmaSmemDescriptor:
         return cls(desc & _MASK14, desc >> 16 & _MASK14, desc >> 32 & _MASK14, desc >> 46 & 3, desc >> 49 & 7,
                    desc >> 52 & 1, desc >> 61 & 7)  # type: ignore[arg-type]  # validated in __post_init__
 
-    def __add__(self, offset: int) -> UmmaSmemDescriptor:
+    def __add__(self, offset: int | np.integer) -> UmmaSmemDescriptor:
         """``UMMA::DescriptorIterator + offset``: ``offset`` (in ``uint128_t``) added to the low
         32 bits only (``ret.lo = desc_.lo + uint32_t(offset)``; a carry out of the start
         address runs into the unused bits and the LBO, as there)."""
+        if not isinstance(offset, int | np.integer) or isinstance(offset, bool):
+            # int() would take "1" or 1.5; the header's offset is an integer
+            raise LayoutError(f"a descriptor advances by an integer number of uint128_t, got {offset!r}")
         lo = (self.desc & 0xFFFFFFFF) + int(offset) & 0xFFFFFFFF
         return UmmaSmemDescriptor.from_u64((self.desc & ~0xFFFFFFFF) | lo)
 

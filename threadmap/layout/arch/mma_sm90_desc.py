@@ -98,10 +98,13 @@ class GmmaDescriptor:
         return cls(desc & _FIELD_MASK, desc >> 16 & _FIELD_MASK, desc >> 32 & _FIELD_MASK, desc >> 49 & 7,
                    LayoutType(desc >> 62 & 3))
 
-    def __add__(self, offset: int) -> GmmaDescriptor:
+    def __add__(self, offset: int | np.integer) -> GmmaDescriptor:
         """``DescriptorIterator + offset``: ``offset`` (in ``uint128_t``) added to the low 32 bits
         (the start address; a carry out of its 14 bits runs into the unused bits and the LBO, as
         the header's 32-bit add does)."""
+        if not isinstance(offset, int | np.integer) or isinstance(offset, bool):
+            # int() would take "1" or 1.5; the header's offset is an integer
+            raise LayoutError(f"a descriptor advances by an integer number of uint128_t, got {offset!r}")
         lo = (self.desc & 0xFFFFFFFF) + int(offset) & 0xFFFFFFFF
         return GmmaDescriptor.from_u64((self.desc & ~0xFFFFFFFF) | lo)
 
