@@ -44,10 +44,11 @@ def test_gmma_operands_wgmma_lacks_are_located_errors(tmp_path: Path, old: str, 
 
 @pytest.mark.parametrize(("old", "new", "where", "says"), [
     # a misspelt fragment: no tcgen05.ld fills it, so no use-before-wait could ever be found
-    ("            - use: tTR_rAcc", "            - use: tTR_rAc", "ops[4].use", "not a fragment a tmem_load"),
-    ("            - tmem_load: tTR_rAcc", "            - tmem_load: ''", "ops[1].tmem_load", "at least 1 character"),
+    ("            - use: tTR_rAcc", "            - use: tTR_rAc", "ops[5].use", "not a fragment a tmem_load"),
+    ("{fragment: tTR_rAcc, op: SM100_TMEM_LOAD_32dp32b64x, column: 0}",
+     "{fragment: '', op: SM100_TMEM_LOAD_32dp32b64x, column: 0}", "ops[1].tmem_load", "at least 1 character"),
     # a bare operation given a value: say so, not only "unknown field"
-    ("            - tmem_wait_ld", "            - tmem_wait_ld: 0", "ops[2].tmem_wait_ld",
+    ("            - tmem_wait_ld", "            - tmem_wait_ld: 0", "ops[3].tmem_wait_ld",
      "without arguments: write it alone, - tmem_wait_ld"),
 ])
 def test_tmem_ops_misused_are_located_errors(tmp_path: Path, old: str, new: str, where: str, says: str) -> None:
