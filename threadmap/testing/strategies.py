@@ -432,6 +432,21 @@ class GmmaOperand(NamedTuple):
     start_address: int
 
 
+def _operand_at(draw: st.DrawFn, major: str, bits: int, atom: ComposedLayout, stage: tuple[int, int],
+                block: tuple[int, int]) -> GmmaOperand:
+    """``atom`` tiled to ``stage``, the ``block`` at a drawn coordinate, at a drawn 16-byte
+    aligned address."""
+    from threadmap.layout.tensor import local_tile, make_tensor
+
+    tile = atom.tile_to_shape(stage)
+    coord = (draw(st.integers(0, stage[0] // block[0] - 1)), draw(st.integers(0, stage[1] // block[1] - 1)))
+    t = local_tile(make_tensor(0, tile.layout_b), block, coord)
+    base = 16 * draw(st.integers(0, 4095))
+    offset = t.offset
+    assert isinstance(offset, int)
+    return GmmaOperand(major, bits, ComposedLayout(atom.layout_a, atom.offset, t.layout), base + offset * bits // 8)
+
+
 @st.composite
 def gmma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) -> GmmaOperand:
     """A GMMA layout atom (``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom<T>``) tiled to a
@@ -439,7 +454,6 @@ def gmma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) ->
     bits) with ``local_tile`` at a drawn coordinate, at a drawn 16-byte aligned address (on or
     off the atom's boundary).  Shrinks toward the K-major interleaved atom at address 0."""
     from threadmap.layout.atom.mma_traits_sm90_gmma import gmma_layout_atom
-    from threadmap.layout.tensor import local_tile, make_tensor
 
     major = draw(st.sampled_from(["K", "MN"]))
     swz = draw(st.sampled_from(["INTER", "SW32", "SW64", "SW128"]))
@@ -451,13 +465,7 @@ def gmma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) ->
     stage_mn = bmn * draw(st.integers(1, 2))
     stage_k = max(kb, ak if major == "K" else 8) * draw(st.sampled_from([1, 2, 4]))
     assume(not (major == "K" and stage_k % ak) and not (major == "MN" and stage_mn % amn))
-    tile = atom.tile_to_shape((stage_mn, stage_k))
-    coord = (draw(st.integers(0, stage_mn // bmn - 1)), draw(st.integers(0, stage_k // kb - 1)))
-    t = local_tile(make_tensor(0, tile.layout_b), (bmn, kb), coord)
-    base = 16 * draw(st.integers(0, 4095))
-    offset = t.offset
-    assert isinstance(offset, int)
-    return GmmaOperand(major, bits, ComposedLayout(atom.layout_a, atom.offset, t.layout), base + offset * bits // 8)
+    return _operand_at(draw, major, bits, atom, (stage_mn, stage_k), (bmn, kb))
 
 
 @st.composite
@@ -468,7 +476,6 @@ def umma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) ->
     256; K = 256 / bits) with ``local_tile`` at a drawn coordinate, at a drawn 16-byte aligned
     address.  Shrinks toward the K-major interleaved atom at address 0."""
     from threadmap.layout.atom.mma_traits_sm100 import umma_layout_atom
-    from threadmap.layout.tensor import local_tile, make_tensor
 
     major = draw(st.sampled_from(["K", "MN"]))
     swz = draw(st.sampled_from(["INTER", "SW32", "SW64", "SW128"] + (["SW128_32B"] if major == "MN" else [])))
@@ -483,13 +490,7 @@ def umma_operands(draw: st.DrawFn, *, elem_bits: Sequence[int] = (8, 16, 32)) ->
     stage_mn = max(bmn, amn) * draw(st.integers(1, 2))
     stage_k = max(kb, ak) * draw(st.sampled_from([1, 2, 4]))
     assume(stage_mn % amn == 0 and stage_k % ak == 0 and stage_mn % bmn == 0 and stage_k % kb == 0)
-    tile = atom.tile_to_shape((stage_mn, stage_k))
-    coord = (draw(st.integers(0, stage_mn // bmn - 1)), draw(st.integers(0, stage_k // kb - 1)))
-    t = local_tile(make_tensor(0, tile.layout_b), (bmn, kb), coord)
-    base = 16 * draw(st.integers(0, 4095))
-    offset = t.offset
-    assert isinstance(offset, int)
-    return GmmaOperand(major, bits, ComposedLayout(atom.layout_a, atom.offset, t.layout), base + offset * bits // 8)
+    return _operand_at(draw, major, bits, atom, (stage_mn, stage_k), (bmn, kb))
 
 
 @st.composite
