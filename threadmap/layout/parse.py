@@ -58,7 +58,6 @@ from threadmap.layout.underscore import Underscore, _
 _TOKEN = re.compile(r"\s*(?:(?P<num>_?-?[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
                     r"|(?P<p>::|[(),:<>@{}])|(?P<end>$))")
 
-#: ``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom[_Bits]`` (cute/atom/mma_traits_sm90_gmma.hpp)
 #: characters of a long text quoted either side of an error's column
 EXCERPT = 60
 
@@ -72,6 +71,7 @@ def _excerpt(text: str, at: int) -> str:
     return ("..." if lo else "") + repr(text[lo:hi]) + ("..." if hi < len(text) else "")
 
 
+#: ``GMMA::Layout_{MN,K}_{INTER,SW32,SW64,SW128}_Atom[_Bits]`` (cute/atom/mma_traits_sm90_gmma.hpp)
 _GMMA_ATOM = re.compile(r"Layout_(MN|K)_(INTER|SW32|SW64|SW128)_Atom(_Bits)?")
 
 MAX_TEXT = 100_000

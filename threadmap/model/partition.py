@@ -168,8 +168,13 @@ def tiled_copy_partition(tile: tuple[int, ...], tc: Any, which: str, threads: in
         # an atom whose source and reference value counts differ (ldmatrix): the fragment's
         # atom-value mode is what one instruction of this thread moves
         vec = int(L.size(getattr(tc.get_slice(0), method)(ident).layout[0][0]))
-    peer = all_threads(lambda t: getattr(tc.get_slice(t), other)(ident), threads, len(tile))
-    return LocalPartition(coord, max(1, vec), peer=None if np.array_equal(peer, coord) else peer)
+    peer = None
+    if tc.atom.op.src_bits != tc.atom.op.dst_bits:
+        # only an atom whose two sides' layouts differ can move data across lanes
+        peer = all_threads(lambda t: getattr(tc.get_slice(t), other)(ident), threads, len(tile))
+        if np.array_equal(peer, coord):
+            peer = None
+    return LocalPartition(coord, max(1, vec), peer=peer)
 
 
 def mma_partition(tile: tuple[int, ...], mma: Any, operand: str, threads: int) -> LocalPartition:

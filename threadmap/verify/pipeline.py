@@ -71,11 +71,11 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
     for g in pipe.gmma:
         at = where(g.path)
         what = f"{at}: wgmma operand {g.operand.upper()} ({g.tensor}, {g.major}-major)"
+        base = {"operand": g.operand, "tensor": g.tensor}
         if g.error is not None:
             out.append(Finding(check="pipeline", kind="gmma_descriptor",
-                               witness={"operand": g.operand, "tensor": g.tensor, "rule": g.error.rule,
-                                        "detail": g.error.detail, "canonical": g.error.canonical,
-                                        "when": "compile time", "at": at},
+                               witness={**base, "rule": g.error.rule, "detail": g.error.detail,
+                                        "canonical": g.error.canonical, "when": "compile time", "at": at},
                                message=f"{what}: make_gmma_desc rejects the layout: {g.error.rule} -- "
                                        f"{g.error.detail}" + (f"; the canonical form is {g.error.canonical}"
                                                               if g.error.canonical else "")
@@ -83,7 +83,7 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
         if g.misread is not None:
             n, w = g.misread
             out.append(Finding(check="pipeline", kind="gmma_layout_misread",
-                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n, **w, "at": at},
+                               witness={**base, "wrong_elements": n, **w, "at": at},
                                message=f"{what}: make_gmma_desc accepts the layout, but the descriptor reads {n} "
                                        f"elements elsewhere than the layout puts them (element {tuple(w['element'])} "
                                        f"lies at byte {w['layout_address']}, the tensor core reads byte "
@@ -92,8 +92,8 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
         if g.phase_mismatch is not None:
             n, w = g.phase_mismatch
             out.append(Finding(check="pipeline", kind="gmma_swizzle_phase",
-                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n,
-                                        "writer": g.writer, "required_align": g.required_align, **w, "at": at},
+                               witness={**base, "wrong_elements": n, "writer": g.writer,
+                                        "required_align": g.required_align, **w, "at": at},
                                message=f"{what}: its stage placed {g.placed_at} bytes off the swizzle's "
                                        f"{g.required_align}-byte period is written with the swizzle counted from "
                                        f"the tile's start ({g.writer}) but the tensor core swizzles absolute "
@@ -103,7 +103,7 @@ def gmma_findings(pipe: PipelineModel, where: Any) -> list[Finding]:
         if g.fields_mismatch is not None:
             n, w = g.fields_mismatch
             out.append(Finding(check="pipeline", kind="gmma_descriptor_fields",
-                               witness={"operand": g.operand, "tensor": g.tensor, "wrong_elements": n, **w, "at": at},
+                               witness={**base, "wrong_elements": n, **w, "at": at},
                                message=f"{what}: the hand-written descriptor (LBO {w['given']['lbo']}, SBO "
                                        f"{w['given']['sbo']}, {w['given']['layout_type']}) is not make_gmma_desc's "
                                        f"(LBO {w['built']['lbo']}, SBO {w['built']['sbo']}, "
