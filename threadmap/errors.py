@@ -36,6 +36,11 @@ class AtomError(ThreadmapError):
     """A copy/MMA atom or tiled copy/MMA is misconfigured."""
 
 
+class DependencyError(ThreadmapError, ImportError):
+    """An optional dependency is missing; the message names the extra that installs it. It is
+    an ``ImportError`` too, so ``pytest.importorskip`` skips on it."""
+
+
 class SpecError(ThreadmapError):
     """A spec file or spec expression is invalid; the message starts with ``FILE:LINE:COL:``
     when the offending place in a file is known."""

@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.gpu.cxx import EXPR_HELPERS, cxx_expr, cxx_obj, cxx_tensor_layout
+from threadmap.gpu.cxx import EXPR_HELPERS, cxx_expr, cxx_obj, cxx_tensor_layout, cxx_tiler
 from threadmap.gpu.ptx import HELPERS
+from threadmap.layout import Underscore
 from threadmap.model import CopyModel, KernelModel, SideModel
 from threadmap.simulate.engine import Simulator
 
@@ -126,8 +127,9 @@ def _partition_lines(side: SideModel, tile_var: str) -> tuple[list[str], str | N
         return [f"auto tc_{w} = make_tiled_copy_impl({atom}{{}}, {cxx_obj(tv)}, {cxx_obj(tiler)});",
                 f"auto part_{w} = tc_{w}.get_slice(tid).{method}({ident});"], None
     if kind == "mma":
-        _, op, atom_layout, operand = maker
-        return [f"auto mma_{w} = make_tiled_mma(MMA_Atom<{op}>{{}}, {cxx_obj(atom_layout)});",
+        _, op, atom_layout, operand, perm = maker
+        perm_arg = "" if perm is None or all(isinstance(p, Underscore) for p in perm) else f", {cxx_tiler(perm)}"
+        return [f"auto mma_{w} = make_tiled_mma(MMA_Atom<{op}>{{}}, {cxx_obj(atom_layout)}{perm_arg});",
                 f"auto part_{w} = mma_{w}.get_slice(tid).partition_{operand}({ident});"], None
     if kind == "thread_map":
         tm, cmode = maker[1], maker[2]

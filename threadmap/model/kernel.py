@@ -564,15 +564,18 @@ class _Builder:
                 atom = self.named_atom(L.get_mma_atom, m.atom, (*path, "mma", "atom"), "MMA")
                 atom_layout = self.plain_layout(ps.layouts["mma.atom_layout"], (*path, "mma", "atom_layout"), "atom")
 
+                perm = self.mma_permutation(m.permutation, (*path, "mma", "permutation"))
+
                 def from_mma() -> LocalPartition:
-                    mma = L.make_tiled_mma(atom, atom_layout)
+                    mma = L.make_tiled_mma(atom, atom_layout, perm)
                     if mma.size() != threads:
                         raise self.fail((*path, "mma", "atom_layout"), f"tiled MMA has {mma.size()} threads, "
                                                                        f"but threads = {threads}")
                     return replace(mma_partition(tile, mma, m.operand, threads),
-                                   maker=("mma", atom.cxx_type, atom_layout, m.operand))
+                                   maker=("mma", atom.cxx_type, atom_layout, m.operand, mma.permutation))
 
-                part = memoized(("mma", m.atom, atom_layout, m.operand, tile, threads), from_mma)
+                part = memoized(("mma", m.atom, atom_layout, m.operand, tuple(m.permutation or ()), tile, threads),
+                                from_mma)
             else:
                 raise self.fail(path, "a tensor side needs a partition: threads, tiled_copy, thread_map "
                                       "or mma")
@@ -584,6 +587,21 @@ class _Builder:
             raise self.fail(path, f"the partition gives rank-{part.rank} coordinates for a "
                                   f"rank-{len(tile)} tile")
         return part
+
+    def mma_permutation(self, items: Sequence[str] | None, path: Sequence[Any]) -> tuple[Any, ...] | None:
+        """``PermutationMNK``: each item ``_``, an extent or a layout (CuTe notation)."""
+        if items is None:
+            return None
+        out: list[Any] = []
+        for i, text in enumerate(items):
+            if text.strip() == "_":
+                out.append(L._)
+                continue
+            try:
+                out.append(L.parse_tiler(text))
+            except (ThreadmapError, ValueError) as ex:
+                raise self.fail((*path, i), f"a permutation mode is '_', an extent or a layout: {ex}") from None
+        return tuple(out)
 
     def named_atom(self, get: Any, name: str, path: Sequence[Any], what: str) -> Any:
         """A copy or MMA atom by its C++ name, every problem with the name located at ``path``.

@@ -47,14 +47,39 @@ __all__ = ["Side", "Spec", "local_tile", "registers", "side", "tile"]
 Memory = Literal["global", "shared"]
 
 
+def _is_dsl(x: Any) -> bool:
+    """Whether ``x`` comes from NVIDIA's CuTe DSL (``cutlass.cute``), told by its type's module so
+    that the DSL is never imported here (``threadmap.dsl.convert.is_dsl_object``)."""
+    mod = getattr(type(x), "__module__", "") or ""
+    return mod == "cutlass" or mod.startswith("cutlass.")
+
+
+def _from_dsl(x: Any) -> Any:
+    """``x`` converted to threadmap's object when it is a CuTe DSL object (a layout, swizzle,
+    tiled copy or MMA built while a ``@cute.jit`` function is traced), else ``x`` itself."""
+    if not _is_dsl(x):
+        return x
+    from threadmap.dsl.convert import convert  # only reached with the DSL loaded
+    return convert(x)
+
+
 def _text(x: Any, what: str) -> str:
     """A layout (or tiler) as CuTe notation: strings are kept (they may name sizes)."""
     if isinstance(x, str):
         return x
+    x = _from_dsl(x)
     from threadmap.layout import ComposedLayout, Layout
     if isinstance(x, (Layout, ComposedLayout)):
         return str(x)
     raise SpecError(f"{what}: expected a layout or CuTe notation, got {x!r}")
+
+
+def _element(t: Any) -> Any:
+    """A spec element name, or the name of a CuTe DSL numeric type (``cutlass.Float16`` -> f16)."""
+    if _is_dsl(t):
+        from threadmap.dsl.convert import element_name
+        return element_name(t)
+    return t
 
 
 def _tiler_text(t: Any) -> str:
@@ -123,6 +148,10 @@ class Side:
         def extent(e: Any) -> Expr:
             if isinstance(e, str):
                 return e
+            from threadmap.layout import Layout
+            e = _from_dsl(e)
+            if isinstance(e, Layout) and isinstance(e.shape, int) and e.stride == 1:
+                e = e.shape  # a tiler mode n:1 (a DSL TiledCopy's tiler_mn holds them) is the extent n
             leaves = flatten_to_tuple(e) if isinstance(e, tuple) else (e,)
             if any(_int(v) is None or _int(v) < 1 for v in leaves):  # type: ignore[operator]
                 raise SpecError(f"side {self.name}: a tile is a shape of positive integers (or size "
@@ -158,6 +187,7 @@ class Side:
         """``tc.get_slice(t).partition_S/D``; ``tc`` is a TiledCopy (written as its TV layout and
         tiler) or a mapping of the spec's fields (``{"threads": ..., "values": ...}``)."""
         from threadmap.layout import TiledCopy
+        tc = _from_dsl(tc)
         if isinstance(tc, TiledCopy):
             self.value_bits = tc.atom.val_bits
             return self._set("tiled_copy", {"layout_tv": str(tc.layout_tv), "tiler": _tiler_text(tc.tiler_mn),
@@ -171,15 +201,18 @@ class Side:
         from threadmap.layout import TiledMMA, Underscore, get_mma_atom
         if operand not in ("A", "B", "C"):
             raise SpecError(f"side {self.name}: the MMA operand is 'A', 'B' or 'C', got {operand!r}")
+        tiled_mma = _from_dsl(tiled_mma)
         if not isinstance(tiled_mma, TiledMMA):
             raise SpecError(f"side {self.name}: expected a TiledMMA, got {tiled_mma!r}")
-        if not all(p is None or isinstance(p, Underscore) for p in tiled_mma.permutation):
-            raise SpecError(f"side {self.name}: a TiledMMA with a PermutationMNK has no spec spelling yet")
         atom = tiled_mma.atom
         name = atom.name + atom.cxx_template_args
         if get_mma_atom(name) != atom:
             raise SpecError(f"side {self.name}: the MMA atom {name} has no spec spelling")
-        return self._set("mma", {"atom": name, "atom_layout": str(tiled_mma.thr_layout_mnk), "operand": operand})
+        fields: dict[str, Any] = {"atom": name, "atom_layout": str(tiled_mma.thr_layout_mnk), "operand": operand}
+        if not all(p is None or isinstance(p, Underscore) for p in tiled_mma.permutation):
+            fields["permutation"] = ["_" if p is None or isinstance(p, Underscore) else _tiler_text(p)
+                                     for p in tiled_mma.permutation]
+        return self._set("mma", fields)
 
     def thread_map(self, tm: Any, contiguous_mode: int = 1) -> Side:
         """A CUTLASS 2.x pitch-linear thread map; ``contiguous_mode``: which mode of the tile is
@@ -234,7 +267,9 @@ class Spec:
         self._value_bits: list[tuple[Side, int]] = []
 
     # -- the kernel -----------------------------------------------------------------------
-    def element(self, name: str) -> Spec:
+    def element(self, name: Any) -> Spec:
+        """The element type: a spec name (``"f16"``) or a CuTe DSL type (``cutlass.Float16``)."""
+        name = _element(name)
         if not isinstance(name, str) or name not in ELEMENT_BITS:
             raise SpecError(f"unknown element type {name!r}; known: {', '.join(ELEMENT_BITS)}")
         self.data["element"] = name
@@ -258,12 +293,12 @@ class Spec:
         return self
 
     def tensor(self, name: str, layout: Any, memory: Memory, *, align: int | None = None,
-               element: str | None = None) -> Spec:
+               element: Any = None) -> Spec:
         if name in self.data.get("tensors", {}):
             raise SpecError(f"tensor {name} is defined twice")
         t: dict[str, Any] = {"memory": memory, "layout": _text(layout, f"tensor {name}")}
         if element is not None:
-            t["element"] = element
+            t["element"] = _element(element)
         if align is not None:
             t["align"] = align
         self.data.setdefault("tensors", {})[name] = t

@@ -128,6 +128,10 @@ class MmaSpec(_Model):
     atom: str = Field(description="MMA atom name, e.g. SM80_16x8x16_F32F16F16F32_TN")
     atom_layout: str = Field("1:0", description="layout of atoms over (M,N,K)")
     operand: Literal["A", "B", "C"]
+    permutation: list[str] | None = Field(
+        None, min_length=1, max_length=3,
+        description="PermutationMNK of make_tiled_mma, one item per mode (missing: _): '_', an extent "
+                    "such as '32', or a layout such as '(4,2):(2,1)'")
 
 
 class Side(_Model):

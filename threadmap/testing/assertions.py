@@ -24,7 +24,7 @@ assertion error: the test is broken, not the kernel.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from threadmap.report.model import CheckResult, Finding, SpecRun
     from threadmap.spec.load import LoadedSpec
 
-__all__ = ["Expect", "assert_coalesced", "assert_conflict_free", "assert_covers", "assert_spec", "explain",
+__all__ = ["Expect", "assert_coalesced", "assert_conflict_free", "assert_covers", "assert_dsl_partitions",
+           "assert_spec", "explain",
            "matches_expect", "run_spec"]
 
 #: how a run is judged: ``"spec"`` by the spec's ``expect:`` block (as ``threadmap verify
@@ -288,3 +289,63 @@ def assert_coalesced(spec: SpecLike, *, sizes: Mapping[str, int] | None = None) 
     and vectors are aligned (check ``coalescing``), whatever else the spec expects."""
     __tracebackhide__ = True
     return _assert_checks(spec, "coalescing", "is not coalesced", sizes)
+
+
+def _as_spec(x: Any) -> Any:
+    """A spec argument, or a :class:`threadmap.Spec` builder loaded (told by its methods: the
+    builder sits on this module's layer)."""
+    if callable(getattr(x, "load", None)) and callable(getattr(x, "to_dict", None)):
+        return x.load()
+    return _spec_arg(x)
+
+
+def _assert_proved(loaded: LoadedSpec, expect: Expect) -> None:
+    """Prove ``loaded`` over its size ranges and raise unless the proof is as its ``expect:``
+    block says (``expect="pass"``: every property PROVED)."""
+    __tracebackhide__ = True
+    import threadmap.api as api
+    from threadmap.prove.expected import run_mismatches
+
+    rep = api.verify([loaded], engine="z3")
+    if rep.prove.errors:
+        raise AssertionError(f"threadmap prove: {rep.prove.errors[0].path}: {rep.prove.errors[0].message}")
+    exp = loaded.spec.expect
+    for run in rep.prove.runs:
+        bad = (run_mismatches(run, exp.verdict, list(exp.failing_checks)) if expect == "spec"
+               else [f"{p.property} is {p.status}: {p.reason}" for p in run.properties if p.status != "PROVED"])
+        if bad:
+            raise AssertionError(f"threadmap prove: {run.spec} ({run.path}) is not as expected for every size in "
+                                 f"{run.ranges}:\n  " + "\n  ".join(bad))
+
+
+def assert_dsl_partitions(build: Callable[..., Any], *args: Any, expect: Expect = "spec",
+                          checks: Iterable[str] | None = None, sizes: Mapping[str, int] | None = None,
+                          prove: bool = False, **kwargs: Any) -> list[SpecRun]:
+    """Verify the partitions of a kernel written with NVIDIA's CuTe DSL, inside pytest, without
+    a GPU.
+
+    ``build(*args, **kwargs)`` runs inside a ``@cute.jit`` trace (:func:`threadmap.dsl.traced`):
+    it calls the kernel's own helpers to build its layouts, tiled copies and tiled MMAs and
+    returns a :class:`threadmap.Spec` written with them (the builder converts each DSL object
+    exactly, :func:`threadmap.dsl.convert`), or a list of specs.  Each spec is then verified as
+    :func:`assert_spec` does (``expect``, ``checks``, ``sizes``); with ``prove=True`` a spec that
+    gives size ranges is also proved for every size in them (``threadmap prove``) and must be as
+    its ``expect:`` block says.  Returns the runs of every spec.  Needs the DSL
+    (``pip install 'threadmap[dsl]'``)."""
+    __tracebackhide__ = True
+    import threadmap.api as api
+    from threadmap.dsl.convert import traced
+
+    out = traced(build, *args, **kwargs)
+    items = list(out) if isinstance(out, (list, tuple)) else [out]
+    if not items:
+        raise TypeError(f"{getattr(build, '__name__', build)!s} returned no spec")
+    runs: list[SpecRun] = []
+    for item in items:
+        loaded = _as_spec(item)
+        runs.extend(assert_spec(loaded, sizes=sizes, checks=checks, expect=expect))
+        if prove:
+            whole = api.load(loaded)  # the spec's own ranges, whatever sizes the runs used
+            if api.has_range(whole):
+                _assert_proved(whole, expect)
+    return runs
