@@ -100,3 +100,32 @@ def test_a_bad_permutation_mode_is_located() -> None:
     report = api.verify([spec])
     assert report.errors and "stages[0].copy.src.mma.permutation[1]" in report.errors[0].message
     assert "a permutation mode is '_', an extent or a layout" in report.errors[0].message
+
+
+def _ranged_copy(predicate: str) -> Spec:
+    """A 4 x 8 tile of 32 threads, one 32-bit value each, from X to Y through registers, for
+    every M, N in 1..64 (the DSL's tiled copy, written into a spec with size ranges)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=32)
+    tc = cute.make_tiled_copy_tv(atom, cute.make_layout((4, 8), stride=(8, 1)), cute.make_layout((1, 1)))
+    return (Spec("ranged copy").element(cutlass.Float32).threads(tc.size)
+            .sizes(M={"min": 1, "max": 64}, N={"min": 1, "max": 64}).grid("ceil_div(M, 4)", "ceil_div(N, 8)")
+            .tensor("X", "(M,N):(N,1)", "global").tensor("Y", "(M,N):(N,1)", "global")
+            .copy(tc, tile("X", tc.tiler_mn, "bx", "by"), registers("r"), predicate=predicate)
+            .copy(tc, registers("r"), tile("Y", tc.tiler_mn, "bx", "by"), predicate=predicate)
+            .expect(verdict="pass", transform="copy"))
+
+
+def test_assert_dsl_partitions_proves_size_ranges() -> None:
+    """With prove=True the spec is proved for every size in its ranges: with per-element
+    predicates every property is PROVED; without them the partial tiles of sizes that are not
+    multiples of the tile leave the tensors, and the proof refutes predicates with such a size
+    (the enumeration is restricted to a check that passes, so that the proof is what fails)."""
+    pytest.importorskip("cutlass.cute", reason="the CuTe DSL (pip install 'threadmap[dsl]') is not installed")
+    from threadmap.testing.assertions import assert_dsl_partitions
+
+    assert_dsl_partitions(_ranged_copy, "bounds", prove=True, checks=["coverage", "predicates"])
+    with pytest.raises(AssertionError, match=r"predicates is REFUTED at \{"):
+        assert_dsl_partitions(_ranged_copy, "none", prove=True, checks=["bank_conflicts"])

@@ -133,3 +133,32 @@ def test_a_pointer_swizzle_acts_on_bytes() -> None:
     assert str(smem_layout(atom, element=16)) == str(el)
     with pytest.raises(LayoutError, match="moves bytes inside"):
         smem_layout(lay, Swizzle(3, 0, 3), element=cutlass.Float32)
+
+
+def test_thread_slices_partition_as_the_dsl_does() -> None:
+    """A ``ThrCopy`` / ``ThrMma`` converts to threadmap's slice at the same thread: its partition
+    of an identity tensor holds the coordinates the DSL's partition holds, value by value."""
+    from threadmap.layout import make_identity_tensor
+
+    def build() -> list[tuple[list, list]]:
+        tc = cute.make_tiled_copy_tv(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32),
+                                     cute.make_ordered_layout((4, 32), order=(1, 0)),
+                                     cute.make_ordered_layout((4, 4), order=(1, 0)))
+        mma = cute.make_tiled_mma(cute.nvgpu.warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)),
+                                  cute.make_layout((2, 2, 1)), permutation_mnk=(32, 32, 16))
+        out = []
+        for t in (0, 37, 127):
+            thr, ours = tc.get_slice(t), convert(tc.get_slice(t))
+            dsl_part = thr.partition_S(cute.make_identity_tensor((32, 256)))
+            tm_part = ours.partition_S(make_identity_tensor((32, 256)))
+            out.append(([dsl_part[i] for i in range(cute.size(dsl_part))],
+                        [tm_part(i).to_tuple((0, 0)) for i in range(tm_part.size())]))
+            thr_m, ours_m = mma.get_slice(t), convert(mma.get_slice(t))
+            dsl_c = thr_m.partition_C(cute.make_identity_tensor((64, 64)))
+            tm_c = ours_m.partition_C(make_identity_tensor((64, 64)))
+            out.append(([dsl_c[i] for i in range(cute.size(dsl_c))],
+                        [tm_c(i).to_tuple((0, 0)) for i in range(tm_c.size())]))
+        return out
+
+    for dsl_coords, ours in traced(build):
+        assert dsl_coords == ours and len(ours) > 1

@@ -60,8 +60,8 @@ from threadmap.layout import (
     tiled_product,
 )
 
-__all__ = ["DSL_EXTRA", "capture", "convert", "element_bits", "element_name", "is_dsl_object", "require_dsl",
-           "smem_layout", "traced"]
+__all__ = ["DSL_EXTRA", "capture", "convert", "convert_all", "element_bits", "element_name", "is_dsl_object",
+           "require_dsl", "smem_layout", "traced"]
 
 #: what installs the DSL (the message of :class:`~threadmap.errors.DependencyError`)
 DSL_EXTRA = ("the CuTe DSL is not installed: pip install 'threadmap[dsl]' (NVIDIA's nvidia-cutlass-dsl>=4.8.1, "
