@@ -543,14 +543,16 @@ def _run_in_trace(fn):  # type: ignore[no-untyped-def]
 def traced(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` run inside a ``@cute.jit`` trace (so it may build DSL layouts,
     atoms, tiled copies and MMAs); its result, unconverted.  Nothing runs on a GPU: the traced
-    function has no kernel.  Exceptions ``fn`` raises propagate unchanged."""
+    function has no kernel; nothing is written to the DSL's compile cache.  Exceptions ``fn``
+    raises propagate unchanged."""
     global _RUNNER
     cutlass, cute = require_dsl()
     if _RUNNER is None:
         _run_in_trace.__annotations__ = {"fn": cutlass.Constexpr}  # a Python callable is a compile-time value
         _RUNNER = cute.jit(_run_in_trace)
     box: list[Any] = []
-    _RUNNER(lambda: box.append(fn(*args, **kwargs)))
+    # no_cache: every call traces anew (its objects are the point) and writes nothing to the DSL's cache
+    _RUNNER(lambda: box.append(fn(*args, **kwargs)), no_cache=True)
     return box[0]
 
 
