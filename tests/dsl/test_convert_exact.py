@@ -83,7 +83,7 @@ def test_unmodelled_atoms_are_refused_by_name(sm90: None) -> None:
                                                          cute.make_layout((64, 64), stride=(64, 1)), (64, 64))
         fp8 = cute.make_tiled_mma(cute.nvgpu.warp.MmaFP8Op(cutlass.Float8E4M3FN, cutlass.Float32, (16, 8, 32)))
         unpack = cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x16x8bOp(False, 4, 4), cutlass.Uint8)
-        for obj in (tma, fp8, unpack, cutlass.Int32):
+        for obj in (tma, fp8, unpack, cutlass.Int32, cute.make_identity_tensor((4, 4))):
             try:
                 convert(obj)
             except ThreadmapError as e:
@@ -91,11 +91,12 @@ def test_unmodelled_atoms_are_refused_by_name(sm90: None) -> None:
         return out
 
     msgs = traced(build)
-    assert len(msgs) == 4
+    assert len(msgs) == 5
     assert msgs[0].startswith("AtomError") and "CopyBulkTensorTileG2SOp is not yet modelled" in msgs[0]
     assert msgs[1].startswith("AtomError") and "MmaFP8Op is not yet modelled" in msgs[1]
     assert msgs[2].startswith("AtomError") and "LdMatrix8x16x8bOp" in msgs[2]
     assert msgs[3].startswith("LayoutError")
+    assert msgs[4].startswith("LayoutError") and "convert its layout" in msgs[4]
 
 
 def test_objects_used_after_their_trace_and_foreign_objects_are_refused() -> None:

@@ -204,7 +204,8 @@ def test_the_premises_of_the_derivations() -> None:
     sw = got["sw"]  # on byte addresses: 16-byte chunks (base 4), 3 bits, rows of 128 bytes (shift 3)
     assert (sw.num_bits, sw.num_base, sw.num_shft) == (3, 4, 3)
     assert str(got["sA"].layout_a) == "Sw<3,3,3>"  # the same on half offsets
-    assert got["mma"].permutation == (32, 32, 16) and got["mma"].tile_shape == (32, 32, 16)
+    # permutation_mnk = (atom_M * 16, atom_N * 8 * 2, atom_K * 16) for the (2,2,1) atom layout
+    assert got["mma"].permutation == (2 * 16, 2 * 8 * 2, 1 * 16) == got["mma"].tile_shape
     assert got["copy_A"].tiler_mn == (128, 8) and got["copy_A"].atom.num_val_src == 8
 
 

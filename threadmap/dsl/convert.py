@@ -485,6 +485,9 @@ def _convert_dsl(x: Any) -> Any:
         return _layout(x)
     if "ScaledBasis" in names:
         return _leaf(x, "basis", x, "value", True)
+    if "_Tensor" in names or "Tensor" in names:
+        raise LayoutError(f"the CuTe DSL tensor {_text(x)}: convert its layout (tensor.layout); its iterator, a "
+                          "pointer or coordinate, is the spec's tensor and tile")
     if "Numeric" in names or "Integer" in names:
         raise LayoutError(f"the CuTe DSL value {_text(x)} is dynamic (printed ?): threadmap needs static values")
     raise LayoutError(f"threadmap cannot convert the CuTe DSL {type(x).__module__}.{type(x).__name__} "
