@@ -11,8 +11,10 @@ operands exceed it); ``THREADMAP_DSL_CONVERT_SCALE=large`` draws bigger objects.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -116,6 +118,12 @@ def test_without_the_dsl_the_package_names_the_extra(monkeypatch: pytest.MonkeyP
     with pytest.raises(DependencyError, match=r"threadmap\[dsl\]") as e:
         require_dsl()
     assert isinstance(e.value, ImportError)  # pytest.importorskip("threadmap.dsl") skips on it
+    # importing the package itself, in a fresh interpreter where the DSL cannot be imported
+    code = ("import sys; sys.modules['cutlass'] = None\n"
+            "try:\n    import threadmap.dsl\nexcept ImportError as e:\n    print(type(e).__name__, e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.startswith("DependencyError") and "pip install 'threadmap[dsl]'" in out
 
 
 # ------------------------------------------------------------------------------ pointer swizzles
