@@ -215,7 +215,7 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
 
 @click.command("diff")
 @click.argument("spec_path")
-@click.argument("log_path")
+@click.argument("log_path", required=False)
 @click.option("--regex", "pattern", default=None,
               help="a custom record format: named groups tid and coord (or row, col), optional stage, block "
                    "(or bx, by, bz), iter, value")
@@ -228,33 +228,104 @@ def user_kernel(paths: tuple[str, ...], exe: str | None, launcher: str | None, k
 @click.option("--sizes", default=None, help="the sizes the kernel ran with, e.g. --sizes M=1000,N=62")
 @click.option("--grid", "whole_grid", is_flag=True,
               help="expect every block of the grid in the log (default: the blocks the log names)")
+@click.option("--dsl", "dsl_target", default=None,
+              help="instead of a log: trace a CuTe DSL kernel on the host, FILE.py:KERNEL (or its @cute.jit "
+                   "launcher); see docs/dsl-tracing.md")
+@click.option("--dsl-launcher", default=None, help="the @cute.jit function that launches --dsl's kernel")
+@click.option("--dsl-args", default=None,
+              help="the launcher's arguments: PARAM=TENSOR (a global tensor of the spec) or PARAM=INTEGER, "
+                   "comma separated; a parameter named as a spec tensor needs none")
+@click.option("--dsl-blocks", default=None, help="trace only these linear block ids (comma separated)")
+@click.option("--dsl-shared", default=None,
+              help="the kernel's shared allocations as spec tensors, smem0=sA,... (default: the stage's tensor)")
+@click.option("--dsl-log", default=None, help="also write the traced records to this file")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("-o", "--output", "output_path", default=None, help="write the report to this file instead of stdout")
-def diff_cmd(spec_path: str, log_path: str, pattern: str | None, marker: str | None, stage: int | None,
-             side: str, sizes: str | None, whole_grid: bool, fmt: str, output_path: str | None) -> None:
-    """Diff the coordinates a kernel printed (threadmap_probe.h) with the simulation.
+def diff_cmd(spec_path: str, log_path: str | None, pattern: str | None, marker: str | None, stage: int | None,
+             side: str, sizes: str | None, whole_grid: bool, dsl_target: str | None, dsl_launcher: str | None,
+             dsl_args: str | None, dsl_blocks: str | None, dsl_shared: str | None, dsl_log: str | None, fmt: str,
+             output_path: str | None) -> None:
+    """Diff the coordinates a kernel printed (threadmap_probe.h), or a CuTe DSL kernel traced
+    on the host (--dsl), with the simulation.
 
     \b
     Examples:
       threadmap diff specs/cute_transpose/row_smem.yaml kernel.log
       threadmap diff spec.yaml run.log --regex 't=(?P<tid>\\d+) b=(?P<block>\\d+) (?P<row>\\d+),(?P<col>\\d+)'
+      threadmap diff add.yaml --dsl elementwise_add.py:elementwise_add_kernel --dsl-args mA=A,mB=B,mC=C
 
     Reports, per thread, coordinates that moved (same thread, instruction and value, other
     place), are missing from the log, or are extra; malformed lines with their numbers.
     Compared: the stages the log names, over every block it names in any stage (--grid:
     every block), so a block or thread that printed nothing shows as missing accesses.
-    Exit status: 0 the log matches, 1 differences, 2 invalid spec, log or usage, 3 internal
-    error.  Needs no GPU.
+    With --dsl the records come from the kernel's IR, interpreted per block and thread
+    (every block, or --dsl-blocks); the kernel's k-th copy is the spec's k-th copy stage.
+    Exit status: 0 the log matches, 1 differences, 2 invalid spec, log, usage or a kernel
+    the tracer refuses, 3 internal error.  Needs no GPU.
     """
 
     from threadmap.gpu.formats import render_log_diff
     from threadmap.gpu.log import diff_log, load_model
 
-    write = output(output_path, [Path(spec_path), Path(log_path)])
+    if (log_path is None) == (dsl_target is None):
+        raise UsageError("give the kernel's LOG or --dsl FILE.py:KERNEL (one of them)")
+    dsl_only = {"dsl_launcher": "--dsl-launcher", "dsl_args": "--dsl-args", "dsl_blocks": "--dsl-blocks",
+                "dsl_shared": "--dsl-shared", "dsl_log": "--dsl-log"}
+    if dsl_target is None:
+        values = {"dsl_launcher": dsl_launcher, "dsl_args": dsl_args, "dsl_blocks": dsl_blocks,
+                  "dsl_shared": dsl_shared, "dsl_log": dsl_log}
+        given = [flag for name, flag in dsl_only.items() if values[name] is not None]
+        if given:
+            raise UsageError(f"{given[0]} goes with --dsl")
+    elif pattern is not None or marker is not None:
+        raise UsageError("--regex and --marker read a log; --dsl makes the records itself")
+    inputs = [Path(spec_path)] + ([Path(log_path)] if log_path else []) + ([Path(dsl_log)] if dsl_log else [])
+    write = output(output_path, inputs)
     model = load_model(spec_path, parse_sizes(sizes))
-    d = diff_log(model, Path(log_path), pattern=pattern, marker=marker, stage=stage,
-                 side=None if side == "auto" else side, whole_grid=whole_grid)
-    write_report(d, fmt, write, output_path, render_log_diff)
-    sys.exit(0 if d.ok else 1)
+    if dsl_target is None:
+        assert log_path is not None
+        d = diff_log(model, Path(log_path), pattern=pattern, marker=marker, stage=stage,
+                     side=None if side == "auto" else side, whole_grid=whole_grid)
+        write_report(d, fmt, write, output_path, render_log_diff)
+        sys.exit(0 if d.ok else 1)
+    from threadmap.dsl.trace import diff_dsl, render_dsl_diff
+
+    if dsl_log is not None:
+        output(dsl_log, inputs[:1], "--dsl-log")  # checked before the trace
+    dd = diff_dsl(model, dsl_target, _pairs(dsl_args, "--dsl-args"), launcher=dsl_launcher,
+                  side=None if side == "auto" else side, stage=stage, whole_grid=whole_grid,
+                  blocks=_ints(dsl_blocks, "--dsl-blocks"), shared=_pairs(dsl_shared, "--dsl-shared"),
+                  keep_log=Path(dsl_log) if dsl_log else None)
+    write_report(dd, fmt, write, output_path, render_dsl_diff)
+    sys.exit(0 if dd.ok else 1)
 
 
+def _pairs(text: str | None, flag: str) -> dict[str, str]:
+    """``a=b,c=d`` -> {"a": "b", "c": "d"}."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        k, eq, v = part.partition("=")
+        k, v = k.strip(), v.strip()
+        if not eq or not k.isidentifier() or not v:
+            raise UsageError(f"{flag} expects NAME=VALUE pairs separated by commas, e.g. mA=A,mB=B; got "
+                             f"{part.strip()!r}")
+        if k in out:
+            raise UsageError(f"{flag} gives {k} twice")
+        out[k] = v
+    return out
+
+
+def _ints(text: str | None, flag: str) -> list[int] | None:
+    if text is None:
+        return None
+    out = []
+    for part in text.split(","):
+        p = part.strip()
+        if not p.isascii() or not p.isdigit() or len(p) > 12:
+            raise UsageError(f"{flag} expects block ids (integers) separated by commas; got {p!r}")
+        out.append(int(p))
+    if not out:
+        raise UsageError(f"{flag}: no block id")
+    return out
