@@ -258,6 +258,10 @@ class _Machine:
         # only those needs more than reordering INST
         self.named = any(op.kind in ("tma", "cp_async", "write") or op.kind == "read" and self.inst[ri][1].threads > 1
                          for cls in self.classes for ri in cls for blk in self.inst[ri][1].blocks for op in blk.ops)
+        #: the usual classes: two interchangeable instances nothing else names (key() swaps them)
+        self.pair: list[int] | None = None
+        if len(self.classes) == 1 and len(self.classes[0]) == 2 and not self.named:
+            self.pair = self.classes[0]
         #: per instance, the instances of its class before it when nothing else names them: from a
         #: state where the two are in the same state, their next steps reach states equal up to
         #: exchanging them (one key), and a finding of one is found by the other (at its own
@@ -327,6 +331,14 @@ class _Machine:
         class of them in the order of their own state (ties in index order), else ``s`` renamed
         so."""
         inst = s[INST]
+        if self.pair is not None:  # the usual case, two interchangeable instances nothing names
+            a, b = self.pair
+            x, y = inst[a], inst[b]
+            if x <= y:
+                return s
+            renamed = list(inst)
+            renamed[a], renamed[b] = y, x
+            return (s[KFIX], s[KLB], tuple(renamed), *s[INST + 1:])
         perm: list[int] | None = None
         for cls in self.classes:
             if len(cls) == 2:
@@ -408,12 +420,12 @@ class _Machine:
 
     # -- helpers ---------------------------------------------------------------------------------
     def initial(self) -> _State:
-        n = len(self.inst)
+        """Every role at its first operation, every barrier at phase 0 with its arrivals to come,
+        every stage empty."""
         bars = tuple((0, x, 0) for x in self.binit)
         s0: _State = (self.k, 1, (), bars, (None,) * len(self.ckeys), (), frozenset(), False)
         inst = tuple((self.first_pc(s0, r), (-1,) * (self.S * len(self.obars[ri])), 0, (), (), (), False)
                      for ri, (_, r) in enumerate(self.inst))
-        assert len(inst) == n
         return (*s0[:INST], inst, *s0[INST + 1:])
 
     @staticmethod
@@ -712,33 +724,36 @@ class _Machine:
             if not pc:
                 continue
             info = self.ops[ri][pc[0]][pc[2]]
-            if kfix is None and (info.staged or info.last and info.trip):
-                xs = self.undecided(s, ri, pc)
-                if xs:
-                    out += [(True, ri, t) for t in self.resolve(s, xs) if self.enabled(t, ri, pc)]
-                    continue
-            if info.kind == "wait":
-                # passes once the phase of its parity completed (or acts on no round)
+            j = 0
+            if info.staged:
                 j = (kfix if info.from_end else 0) + info.start + pc[1] + info.ahead
-                if j + base >= 0 and (j < kfix if kfix is not None else j < klb):
-                    jm = j % self.period
-                    if (s[BARS][info.bars[self.stage_of[ri][jm]][0]][0] & 1) == self.phase_of[ri][jm]:
-                        continue
-            elif info.kind in ("wait_group", "sync") and not self.enabled(s, ri, pc):
+            if kfix is None and (info.staged and j + base >= 0 and j >= klb
+                                 or info.last and info.trip and info.start + pc[1] + 1 >= klb):
+                # the step depends on the trip count: one move in each part of s it splits into
+                out += [(True, ri, t) for t in self.resolve(s, self.undecided(s, ri, pc))
+                        if self.enabled(t, ri, pc)]
                 continue
+            if info.gated:
+                if info.kind == "wait":
+                    # passes once the phase of its parity completed (or acts on no round)
+                    if j + base >= 0 and (j < kfix if kfix is not None else j < klb):
+                        jm = j % self.period
+                        if (s[BARS][info.bars[self.stage_of[ri][jm]][0]][0] & 1) == self.phase_of[ri][jm]:
+                            continue
+                elif not self.enabled(s, ri, pc):
+                    continue
             out.append((True, ri, s))
         flight = s[FLIGHT]
         if flight:
-            if len(flight) == 1:
-                out.append((False, 0, s))
+            if len(flight) == 1 or not self.fifo:
+                out += [(False, i, s) for i in range(len(flight))]
                 return out
-            seen: set[int] = set()
+            issuers: set[int] = set()
             for i, (d, _, _) in enumerate(flight):
                 issuer = self.descs[d].issuer
-                if self.fifo and issuer in seen:
-                    continue
-                seen.add(issuer)
-                out.append((False, i, s))
+                if issuer not in issuers:
+                    issuers.add(issuer)
+                    out.append((False, i, s))
         return out
 
     def active(self, s: _View, ri: int, pc: tuple[int, ...]) -> tuple[_OpInfo, int | None]:
@@ -1222,7 +1237,8 @@ def _explore(protocol: Protocol, iterations: int | None, fifo: bool, max_states:
     # depth-first: each frame is a state, its base, its moves, the next move to try, the event
     # that led to it
     m.base = base0
-    stack: list[list[Any]] = [[s0, base0, m.moves(s0), 0, ("start",), m.spread, set()]]
+    # (and the spread of the roles, and the steps of twins taken from it without a finding)
+    stack: list[list[Any]] = [[s0, base0, m.moves(s0), 0, ("start",), m.spread, None]]
 
     def trace() -> list[str]:
         return [m.text(fr[4]) for fr in stack[max(1, len(stack) - TRACE):]]
@@ -1245,8 +1261,7 @@ def _explore(protocol: Protocol, iterations: int | None, fifo: bool, max_states:
         while i < len(mv):
             step, arg, t = mv[i]
             i += 1
-            if step and twins[arg] and any((rj, t[KFIX], t[KLB]) in done and t[INST][rj] == t[INST][arg]
-                                           for rj in twins[arg]):
+            if step and done and _twin_done(twins[arg], done, t, arg):
                 continue  # the same step as its twin's, which reached a state seen (see _Machine.twins)
             try:
                 n, nbase, ev = run(t, base, arg, spread) if step else land(t, base, arg, spread)
@@ -1254,12 +1269,14 @@ def _explore(protocol: Protocol, iterations: int | None, fifo: bool, max_states:
                 _record(found, f, trace(), t, base)
                 continue
             if step and twinned[arg]:
+                if done is None:
+                    done = fr[6] = set()
                 done.add((arg, t[KFIX], t[KLB]))
-            kn = key(n) if key is not None else n
-            if kn in seen:
-                continue
-            seen.add(kn)
-            if len(seen) > max_states:
+            count = len(seen)
+            seen.add(key(n) if key is not None else n)  # (one hash: a tuple's is not kept)
+            if len(seen) == count:
+                continue  # a state seen
+            if count >= max_states:
                 out.truncated = True
                 stack.clear()
                 break
@@ -1268,7 +1285,7 @@ def _explore(protocol: Protocol, iterations: int | None, fifo: bool, max_states:
                 continue
             fr[3] = i
             m.base = nbase
-            stack.append([n, nbase, moves(n), 0, ev, m.spread, set()])
+            stack.append([n, nbase, moves(n), 0, ev, m.spread, None])
             break
         else:
             stack.pop()
@@ -1278,6 +1295,14 @@ def _explore(protocol: Protocol, iterations: int | None, fifo: bool, max_states:
     out.findings = [f for f in found.values() if f.kind in kinds]
     out.seconds = time.process_time() - t0
     return out
+
+
+def _twin_done(twins: list[int], done: set[tuple[int, Any, int]], t: _State, ri: int) -> bool:
+    """Whether a twin of instance ``ri`` in the same state as it took its step from ``t``."""
+    for rj in twins:
+        if (rj, t[KFIX], t[KLB]) in done and t[INST][rj] == t[INST][ri]:
+            return True
+    return False
 
 
 def _record(found: dict[tuple[str, tuple[object, ...]], PipelineFinding], f: _Found, trace: list[str],
