@@ -200,3 +200,41 @@ def test_the_tracing_docs_console_example_runs_as_shown(monkeypatch: pytest.Monk
         if line.startswith(("│", "  stage")):
             assert " ".join(line.split()) in squash, line
 
+
+
+@pytest.mark.parametrize("layout", ["(M,N):(N,1)", "(M,N):(1,M)", "(M,N):(N+3,1)", "(M,N):(2*N,2)",
+                                    "(M,N):(1,1)"])
+def test_coordinates_of_offsets_by_arithmetic_or_table(tmp_path: Path, layout: str) -> None:
+    """A spec tensor's element offsets map back to its coordinates by arithmetic where the
+    strides nest (whatever the tensor's size), else through the table of every element; the
+    two agree on every offset of the tensor's span, in it or not."""
+    import numpy as np
+
+    import threadmap.dsl.trace as tr
+    from threadmap import Spec, registers, tile
+    from threadmap.gpu.log import load_model
+
+    def model(M: int, N: int):  # type: ignore[no-untyped-def]
+        s = (Spec("t").element("f32").threads(32).sizes(M=M, N=N).grid(1).tensor("X", layout, "global")
+             .copy(tile("X", (4, 8), 0, 0).threads("(4,8):(8,1)"), registers("r"), predicate="bounds"))
+        return load_model(s.write(tmp_path / f"t{M}.yaml"), None)
+
+    small = model(6, 5)
+    inv = tr._inverse(small, "X", {})
+    nested = isinstance(inv[0], str)
+    assert nested == (layout != "(M,N):(1,1)")  # overlapping modes: only a table can say
+    tm = small.tensors["X"]
+    grids = np.indices(tm.shape).reshape(2, -1)
+    offs = np.asarray(tm.offsets(tuple(grids))).reshape(-1)
+    order = np.argsort(offs, kind="stable")
+    table = (offs[order], grids[:, order])
+    probe = np.arange(-2, int(offs.max()) + 3)
+    got, found = tr._coords_of(inv, probe)
+    want, want_found = tr._coords_of(table, probe)
+    assert (found == want_found).all() and (got[:, found] == want[:, found]).all()
+    if nested:  # a tensor of 2^38 elements is inverted without a table
+        huge = tr._inverse(model(1 << 19, 1 << 19), "X", {})
+        assert isinstance(huge[0], str)
+    else:
+        with pytest.raises(DslTraceError, match="through a table of at most"):
+            tr._inverse(model(1 << 12, 1 << 12), "X", {})

@@ -2188,28 +2188,64 @@ def spec_arguments(model: KernelModel, given: Mapping[str, str]) -> dict[str, Te
     return out
 
 
+#: elements of a spec tensor mapped back to coordinates through a full table at most (about 60
+#: bytes each); a tensor whose strides nest (a compact or padded layout) is inverted by
+#: arithmetic instead, whatever its size
+MAX_INVERSE_TABLE = 1 << 22
+
+
+def _nested_strides(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+    """Whether ``offset = sum c_k * d_k`` is one-to-one and inverted greedily: each stride of a
+    mode of extent > 1 is positive and larger than the largest offset the smaller ones reach."""
+    if strides is None:
+        return False
+    reach = 0
+    for n, d in sorted(((n, d) for n, d in zip(shape, strides) if n > 1), key=lambda x: x[1]):
+        if d <= reach:
+            return False
+        reach += (n - 1) * d
+    return True
+
+
 def _inverse(model: KernelModel, name: str, cache: dict[str, Any]) -> Any:
-    """element offset (in the tensor's buffer) -> top-level coordinate, for one spec tensor."""
+    """element offset (in the tensor's buffer) -> top-level coordinate, for one spec tensor:
+    ``("strides", offset, shape, strides)`` for a tensor with nested strides, else a table of
+    every element's offset, sorted, with its coordinate."""
     hit = cache.get(name)
     if hit is not None:
         return hit
     tm = model.tensors[name]
-    n = int(np.prod(tm.shape))
-    if n > 1 << 26:
-        raise DslTraceError(f"tensor {name} has {n} elements; the trace maps at most {1 << 26} to coordinates "
-                            "(give smaller sizes)")
-    grids = np.indices(tm.shape, dtype=np.int64).reshape(len(tm.shape), -1)
+    shape = tuple(int(s) for s in tm.shape)
+    if _nested_strides(shape, tm.strides):
+        table: Any = ("strides", tm.offset, shape, tm.strides)
+        cache[name] = table
+        return table
+    n = int(np.prod(shape, dtype=object))
+    if n > MAX_INVERSE_TABLE:
+        raise DslTraceError(f"tensor {name} has {n} elements and a layout ({tm.layout}) whose offsets the trace "
+                            f"maps back to coordinates through a table of at most {MAX_INVERSE_TABLE} (give smaller "
+                            "sizes)")
+    grids = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
     offs = np.asarray(tm.offsets(tuple(grids)), dtype=np.int64).reshape(-1) + tm.offset
     order = np.argsort(offs, kind="stable")
-    sorted_offs = offs[order]
-    dup = np.flatnonzero(np.diff(sorted_offs) == 0)
-    table = (sorted_offs, grids[:, order], set(sorted_offs[dup].tolist()))
+    table = (offs[order], grids[:, order])
     cache[name] = table
     return table
 
 
 def _coords_of(table: Any, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    sorted_offs, grids, _ = table
+    """The coordinates of ``elements`` (element offsets) and whether each is an element."""
+    if isinstance(table[0], str):  # ("strides", offset, shape, strides)
+        _, offset, shape, strides = table
+        rest = np.asarray(elements, dtype=np.int64) - offset
+        found = rest >= 0
+        coords = np.zeros((len(shape), len(rest)), dtype=np.int64)
+        for k in sorted(range(len(shape)), key=lambda k: -strides[k]):
+            if shape[k] > 1:
+                coords[k] = np.clip(rest // strides[k], 0, shape[k] - 1)
+                rest = rest - coords[k] * strides[k]
+        return coords, found & (rest == 0)
+    sorted_offs, grids = table
     pos = np.searchsorted(sorted_offs, elements)
     pos_c = np.minimum(pos, len(sorted_offs) - 1)
     found = (pos < len(sorted_offs)) & (sorted_offs[pos_c] == elements)
