@@ -238,3 +238,20 @@ def test_coordinates_of_offsets_by_arithmetic_or_table(tmp_path: Path, layout: s
     else:
         with pytest.raises(DslTraceError, match="through a table of at most"):
             tr._inverse(model(1 << 12, 1 << 12), "X", {})
+
+
+def test_a_kernel_writing_only_outside_the_tensor_fails_with_notes(tmp_path: Path) -> None:
+    from threadmap import Spec, tile
+    from threadmap.gpu.log import load_model
+
+    spec = (Spec("row").element("f32").threads(32).sizes(M=4, N=32).grid(1)
+            .tensor("A", "(M,N):(N,1)", "global").tensor("C", "(M,N):(N,1)", "global")
+            .copy(tile("A", (1, 32), 0, 0).threads("(1,32):(0,1)"), tile("C", (1, 32), 0, 0).threads("(1,32):(0,1)")))
+    model = load_model(spec.write(tmp_path / "row.yaml"), None)
+    trace = trace_dsl(f"{BAD}:outside", {"mA": ROW, "mC": OUT})
+    assert trace.kernel == "outside_kernel"  # the module's name, not the IR's mangled symbol
+    assert diff_trace(trace, model).ok  # the loads, from A, are the spec's
+    # the stores are the kernel's bug: a failing report (exit 1), not bad input (exit 2)
+    d = diff_trace(trace, model, side="dst")
+    assert not d.ok and d.records == 0
+    assert any("32 accesses land outside C (the first at element -100)" in n for n in d.notes), d.notes

@@ -1902,7 +1902,13 @@ def trace_dsl(target: str, args: Mapping[str, TensorArg | int | bool], *, launch
     ir = parse_ir(text)
     # the host function's parameters are the launcher's without its Constexpr ones
     dynamic = [used[k] for k, (_, p) in enumerate(params) if k in used and not _constexpr(p.annotation)]
-    return interpret(ir, str(path), fn.__name__, kernel_name, dynamic, used, printed, blocks)
+    trace = interpret(ir, str(path), fn.__name__, kernel_name, dynamic, used, printed, blocks)
+    if kernel_name is None:  # the IR's symbol (kernel_cutlass_NAME_<argument types>) as the module names it
+        names = [n for n, v in vars(module).items() if _kind(v) == "kernel"
+                 and trace.kernel.startswith(f"kernel_cutlass_{n}_")]
+        if names:
+            trace.kernel = max(names, key=len)
+    return trace
 
 
 def _parameters(fn: Any) -> list[tuple[str, inspect.Parameter]]:
@@ -2388,9 +2394,16 @@ def diff_trace(trace: DslTrace, model: KernelModel, *, target: str = "", side: s
     specs of the same tensors."""
     _check_shared(trace, model, shared or {})
     lines, notes = trace_log(trace, model, side=side, shared=shared)
+    copies = model.copies()
+    stages = [f"stage {copies[k].index if k < len(copies) else '-'}: {s.op} at {s.where}"
+              for k, s in enumerate(trace.stages)]
     if not lines:
-        raise DslTraceError(f"{target or trace.source}: the trace has no access to compare with the spec "
-                            f"({'; '.join(notes) or 'the kernel copies nothing'})")
+        # nothing to diff is the kernel's finding (it accesses nothing, or only outside the
+        # spec's tensors: an out-of-bounds write), not bad input: a report that fails
+        why = "the trace has no access to compare with the spec" + ("" if notes else ": the kernel copies nothing")
+        return DslDiff(spec=str(model.loaded.path), log=f"dsl:{target or trace.source}", sizes=dict(model.env),
+                       side={}, lines=0, records=0, dsl=target or trace.source, kernel=trace.kernel,
+                       traced_blocks=trace.blocks, stages=stages, notes=[*notes, why])
     with tempfile.TemporaryDirectory(prefix="threadmap-dsl-log-") as tmp:
         log = keep_log or Path(tmp) / "trace.log"
         try:
@@ -2398,10 +2411,8 @@ def diff_trace(trace: DslTrace, model: KernelModel, *, target: str = "", side: s
         except OSError as e:
             raise DslTraceError(f"--dsl-log {log}: cannot write: {e.strerror or e}") from None
         d = diff_log(model, log, stage=stage, side=side, whole_grid=whole_grid)
-    copies = model.copies()
     out = DslDiff(**d.model_dump(), dsl=target or trace.source, kernel=trace.kernel, traced_blocks=trace.blocks,
-                  stages=[f"stage {copies[k].index if k < len(copies) else '-'}: {s.op} at {s.where}"
-                          for k, s in enumerate(trace.stages)], notes=notes)
+                  stages=stages, notes=notes)
     out.log = f"dsl:{target or trace.source}" if keep_log is None else str(keep_log)
     if keep_log is None:
         for f in out.findings:  # lines of a file that is gone

@@ -1,6 +1,7 @@
 """CuTe DSL kernels and launchers that are bad input to ``threadmap diff --dsl`` (written for
 threadmap's tests): a kernel and a launcher that raise, a launcher that calls ``sys.exit``,
-launchers with ``*args``, keyword-only and defaulted parameters, and a loop too long to trace.
+launchers with ``*args``, keyword-only and defaulted parameters, a loop too long to trace, and a
+kernel whose every store lands outside its tensor.
 Each copies row 0 of ``mA`` to ``mC`` (one element per thread), where it copies anything."""
 
 import sys
@@ -57,3 +58,14 @@ def long_loop_kernel(mA: cute.Tensor, mC: cute.Tensor):
 @cute.jit
 def long_loop(mA: cute.Tensor, mC: cute.Tensor):
     long_loop_kernel(mA, mC).launch(grid=[1, 1, 1], block=[32, 1, 1])
+
+
+@cute.kernel
+def outside_kernel(mA: cute.Tensor, mC: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    mC[0, tidx - 100] = mA[0, tidx]  # every store lands before mC
+
+
+@cute.jit
+def outside(mA: cute.Tensor, mC: cute.Tensor):
+    outside_kernel(mA, mC).launch(grid=[1, 1, 1], block=[32, 1, 1])
