@@ -161,6 +161,23 @@ def test_a_trace_too_costly_is_refused_before_it_runs_long(monkeypatch: pytest.M
     monkeypatch.setattr(tr, "MAX_TRACE_RECORDS", 100)
     with pytest.raises(DslTraceError, match=r"bad_kernels\.py:\d+: a thread makes more than 100 accesses"):
         trace_dsl(f"{BAD}:long_loop", args)
+    monkeypatch.setattr(tr, "MAX_TRACE_RECORDS", 1 << 20)
+    # the DSL's module: its size before threadmap reads it, the DSL's own time while it builds it
+    monkeypatch.setattr(tr, "MAX_IR_OPS", 20)
+    with pytest.raises(DslTraceError, match=r"bad_kernels\.py: the CuTe DSL built more than 20 IR operations for "
+                                            r"long_loop"):
+        trace_dsl(f"{BAD}:long_loop", args)
+    monkeypatch.setattr(tr, "MAX_IR_OPS", 1 << 17)
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGALRM) in (
+            signal.SIG_DFL, None):  # where the timer can be armed (else the DSL's time is not bounded)
+        monkeypatch.setattr(tr, "MAX_DSL_SECONDS", 1e-4)
+        with pytest.raises(DslTraceError, match=r"the CuTe DSL took more than 0.0001 s to trace long_loop"):
+            trace_dsl(f"{BAD}:long_loop", args)
+    monkeypatch.setattr(tr, "MAX_DSL_SECONDS", 120.0)
+    assert trace_dsl(f"{BAD}:keyword_only", args).stages  # the DSL traces again after being stopped
 
 
 def test_dsl_shared_names_are_checked(tmp_path: Path) -> None:

@@ -302,6 +302,45 @@ class _Stop(BaseException):
     """Raised from the DSL's module builder once the IR is captured: nothing is compiled."""
 
 
+class _Refused(_Stop):
+    """Raised through the DSL (which wraps its callees' exceptions, not a BaseException) to
+    stop a trace that is too costly: its message is the refusal."""
+
+
+#: IR operations the DSL's module may have (its canonicalisation, text and parse cost about 30
+#: microseconds each; the examples have a few hundred: a whole-tensor ``load()`` has a few per
+#: element)
+MAX_IR_OPS = 1 << 17
+#: seconds the DSL may spend tracing the launcher (its own Python, which grows with what the
+#: kernel unrolls: a ``load()`` of a whole tensor of 2^18 elements takes it two minutes)
+MAX_DSL_SECONDS = 120.0
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, message: str) -> Iterator[None]:
+    """Raise :class:`_Refused` with ``message`` if the block runs longer than ``seconds``:
+    a timer signal, armed only where it can be (the main thread, SIGALRM free)."""
+    import signal
+    import threading
+
+    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None))
+    if not usable:
+        yield
+        return
+
+    def ring(_sig: int, _frame: Any) -> None:
+        raise _Refused(message)
+
+    signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
 def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[str, str]:
     """The launcher's IR after ``canonicalize,cse`` in generic form with source locations,
     and what the DSL printed while tracing it."""
@@ -316,8 +355,23 @@ def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
             raise DslTraceError(f"{launcher.__name__}: not a @cute.jit function the tracer recognises")
         dsl = cls._get_dsl()
     captured: dict[str, str] = {}
+    shown = _shown(inspect.getsourcefile(inner) or launcher.__name__)
 
     def hook(module: Any, function_name: str) -> Any:
+        from cutlass._mlir import ir
+
+        count = [0]
+
+        def counted(_op: Any) -> Any:
+            count[0] += 1
+            return ir.WalkResult.INTERRUPT if count[0] > MAX_IR_OPS else ir.WalkResult.ADVANCE
+
+        module.operation.walk(counted)  # stops at the limit: the count costs at most that
+        if count[0] > MAX_IR_OPS:
+            raise _Refused(f"{shown}: the CuTe DSL built more than {MAX_IR_OPS} IR operations for "
+                           f"{launcher.__name__}; the tracer reads at most {MAX_IR_OPS} (what grows with the "
+                           "sizes, a whole-tensor load() or an unrolled loop, is per element): trace smaller sizes "
+                           "(--sizes)")
         # the pass pipeline KEEP=ir runs; in place, since the module is discarded after
         dsl.compiler_provider.compile(module, "builtin.module(canonicalize,cse)")
         captured["ir"] = module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
@@ -328,9 +382,14 @@ def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
     with tempfile.TemporaryDirectory(prefix="threadmap-dsl-") as tmp:
         os.environ["CUTE_DSL_CACHE_DIR"] = tmp  # nothing of the DSL's cache outlives the trace
         dsl.build_module = hook
+        slow = (f"{shown}: the CuTe DSL took more than {MAX_DSL_SECONDS:g} s to trace {launcher.__name__} (what "
+                "grows with the sizes, a whole-tensor load() or an unrolled loop, is per element): trace smaller "
+                "sizes (--sizes)")
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _deadline(MAX_DSL_SECONDS, slow):
                 cute.compile(launcher, *args, **kwargs, options="--generate-line-info")
+        except _Refused as e:
+            raise DslTraceError(str(e)) from None
         except _Stop:
             pass
         except (Exception, SystemExit) as e:  # noqa: BLE001 - the DSL's own error on the user's code is bad input
