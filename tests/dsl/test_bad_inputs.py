@@ -272,3 +272,27 @@ def test_a_kernel_writing_only_outside_the_tensor_fails_with_notes(tmp_path: Pat
     d = diff_trace(trace, model, side="dst")
     assert not d.ok and d.records == 0
     assert any("32 accesses land outside C (the first at element -100)" in n for n in d.notes), d.notes
+
+
+def test_dsl_integers_are_taken_when_static_and_refused_when_dynamic() -> None:
+    import cutlass
+    import cutlass.cute as cute
+
+    from threadmap import Spec
+    from threadmap.dsl import convert, traced
+    from threadmap.errors import LayoutError, SpecError
+
+    def run() -> list[str]:
+        tidx = cute.arch.thread_idx()[0]  # known only at run time
+        out = [str(convert(cutlass.Int32(3) * 2)), str(Spec("s").threads(cutlass.Int32(64)).to_dict()["threads"])]
+        for bad in (lambda: Spec("s").threads(tidx), lambda: convert(tidx)):
+            try:
+                bad()
+            except (SpecError, LayoutError) as e:  # the DSL's own error was a coloured multi-line one
+                out.append(f"{type(e).__name__}: {e}")
+        return out
+
+    got = traced(run)
+    assert got[:2] == ["6", "64"] and len(got) == 4
+    assert got[2].startswith("SpecError: the CuTe DSL value Int32 is dynamic") and "\n" not in got[2]
+    assert got[3].startswith("LayoutError: the CuTe DSL value ? (Int32) is dynamic")

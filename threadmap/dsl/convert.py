@@ -35,6 +35,7 @@ time, so :func:`is_dsl_object` tells a DSL object by its type's module without t
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -526,7 +527,11 @@ def _convert_dsl(x: Any) -> Any:
         raise LayoutError(f"the CuTe DSL tensor {_text(x)}: convert its layout (tensor.layout); its iterator, a "
                           "pointer or coordinate, is the spec's tensor and tile")
     if "Numeric" in names or "Integer" in names:
-        raise LayoutError(f"the CuTe DSL value {_text(x)} is dynamic (printed ?): threadmap needs static values")
+        try:  # a DSL integer computed from Python ints knows its value (the builder takes it too)
+            return operator.index(x)
+        except Exception:
+            raise LayoutError(f"the CuTe DSL value {_text(x)} ({type(x).__name__}) is dynamic (printed ?): "
+                              "threadmap needs static integers") from None
     raise LayoutError(f"threadmap cannot convert the CuTe DSL {type(x).__module__}.{type(x).__name__} "
                       f"{_text(x)}; it converts layouts, swizzles, composed layouts, copy and MMA atoms, "
                       "tiled copies and tiled MMAs")
