@@ -451,7 +451,8 @@ def _thr_idx(x: Any) -> int:
 # ------------------------------------------------------------------------------ entry points
 def convert(x: Any) -> Any:
     """threadmap's object for the CuTe DSL object ``x`` (see the module's table); tuples and
-    lists convert element by element, Python ints, None and threadmap objects pass unchanged.
+    lists convert element by element, Python ints, None and threadmap objects pass unchanged,
+    a DSL integer the DSL knows while tracing is its Python int.
 
     Call it while the DSL traces (inside a ``@cute.jit`` function, or through :func:`capture`).
     Law: the result evaluates as the DSL's object does, everywhere (the layouts' shape and
