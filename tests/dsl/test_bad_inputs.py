@@ -296,3 +296,21 @@ def test_dsl_integers_are_taken_when_static_and_refused_when_dynamic() -> None:
     assert got[:2] == ["6", "64"] and len(got) == 4
     assert got[2].startswith("SpecError: the CuTe DSL value Int32 is dynamic") and "\n" not in got[2]
     assert got[3].startswith("LayoutError: the CuTe DSL value ? (Int32) is dynamic")
+
+
+def test_the_report_never_overwrites_the_kernel(tmp_path: Path) -> None:
+    import shutil
+
+    from click.testing import CliRunner
+
+    from threadmap.cli import main
+
+    kernel = tmp_path / "bad_kernels.py"
+    shutil.copy(BAD, kernel)
+    shutil.copy(DATA / "add.yaml", tmp_path / "add.yaml")
+    before = kernel.read_text()
+    for flag in ("-o", "--dsl-log"):  # both were written over the kernel's source once
+        r = CliRunner().invoke(main, ["diff", str(tmp_path / "add.yaml"), "--dsl", f"{kernel}:keyword_only",
+                                      "--dsl-args", "mA=A,mC=C", flag, str(kernel)])
+        assert r.exit_code == 2 and "would overwrite the input" in r.output, r.output
+    assert kernel.read_text() == before
