@@ -231,14 +231,21 @@ def _user_error(e: BaseException, near: Path) -> tuple[str, str]:
     under ``near``'s folder (the kernel's file and its helper modules; never the DSL's or
     threadmap's own frames)."""
     folder = near.resolve().parent
+    # a kernel beside a virtual environment or threadmap's own sources: their frames are not the user's
+    ours = [Path(__file__).resolve().parents[1]]
+    dsl_file = getattr(sys.modules.get("cutlass"), "__file__", None)
+    if isinstance(dsl_file, str):
+        ours.append(Path(dsl_file).resolve().parent)
 
     def mine(filename: str | None) -> bool:
         if not filename or filename.startswith("<"):
             return False
         try:
-            return Path(filename).resolve().is_relative_to(folder)
+            f = Path(filename).resolve()
         except (OSError, ValueError):
             return False
+        return (f.is_relative_to(folder) and not any(f.is_relative_to(o) for o in ours)
+                and not {"site-packages", "dist-packages"} & set(f.parts))
 
     def at(filename: str, line: int | None, col: int | None) -> str:
         return f"{_shown(filename)}:{line or 1}" + (f":{col}" if col else "") + ": "
