@@ -161,7 +161,7 @@ def test_a_trace_too_costly_is_refused_before_it_runs_long(monkeypatch: pytest.M
     monkeypatch.setattr(tr, "MAX_TRACE_RECORDS", 100)
     with pytest.raises(DslTraceError, match=r"bad_kernels\.py:\d+: a thread makes more than 100 accesses"):
         trace_dsl(f"{BAD}:long_loop", args)
-    monkeypatch.setattr(tr, "MAX_TRACE_RECORDS", 1 << 20)
+    monkeypatch.setattr(tr, "MAX_TRACE_RECORDS", 1 << 19)
     # the DSL's module: its size before threadmap reads it, the DSL's own time while it builds it
     monkeypatch.setattr(tr, "MAX_IR_OPS", 20)
     with pytest.raises(DslTraceError, match=r"bad_kernels\.py: the CuTe DSL built more than 20 IR operations for "

@@ -73,8 +73,9 @@ MAX_OPS_PER_THREAD = 1 << 20
 #: operations one trace may execute, all threads together (about 4-8 microseconds each: a
 #: minute at most); the total is projected as threads finish, and refused before it is spent
 MAX_TRACE_OPS = 1 << 23
-#: accesses one trace may record (each costs about a kilobyte until the diff is done)
-MAX_TRACE_RECORDS = 1 << 20
+#: accesses one trace may record (each costs about a kilobyte until the diff is done: half a
+#: gigabyte at most)
+MAX_TRACE_RECORDS = 1 << 19
 
 #: spec element names -> the DSL's numeric type names
 DSL_TYPES = {"f64": "Float64", "f32": "Float32", "tf32": "TFloat32", "f16": "Float16", "bf16": "BFloat16",
