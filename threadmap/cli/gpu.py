@@ -279,7 +279,10 @@ def diff_cmd(spec_path: str, log_path: str | None, pattern: str | None, marker: 
             raise UsageError(f"{given[0]} goes with --dsl")
     elif pattern is not None or marker is not None:
         raise UsageError("--regex and --marker read a log; --dsl makes the records itself")
-    inputs = [Path(spec_path)] + ([Path(log_path)] if log_path else []) + ([Path(dsl_log)] if dsl_log else [])
+    # the kernel's file is an input too: -o or --dsl-log naming it would overwrite the kernel
+    dsl_file = [Path(dsl_target.rpartition(":")[0])] if dsl_target and ":" in dsl_target else []
+    inputs = [Path(spec_path)] + ([Path(log_path)] if log_path else []) + ([Path(dsl_log)] if dsl_log else []) \
+        + dsl_file
     write = output(output_path, inputs)
     model = load_model(spec_path, parse_sizes(sizes))
     if dsl_target is None:
@@ -291,7 +294,7 @@ def diff_cmd(spec_path: str, log_path: str | None, pattern: str | None, marker: 
     from threadmap.dsl.trace import diff_dsl, render_dsl_diff
 
     if dsl_log is not None:
-        output(dsl_log, inputs[:1], "--dsl-log")  # checked before the trace
+        output(dsl_log, inputs[:1] + dsl_file, "--dsl-log")  # checked before the trace
     dd = diff_dsl(model, dsl_target, _pairs(dsl_args, "--dsl-args"), launcher=dsl_launcher,
                   side=None if side == "auto" else side, stage=stage, whole_grid=whole_grid,
                   blocks=_ints(dsl_blocks, "--dsl-blocks"), shared=_pairs(dsl_shared, "--dsl-shared"),

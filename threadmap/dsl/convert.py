@@ -35,6 +35,7 @@ time, so :func:`is_dsl_object` tells a DSL object by its type's module without t
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -61,7 +62,7 @@ from threadmap.layout import (
 )
 
 __all__ = ["DSL_EXTRA", "capture", "convert", "convert_all", "element_bits", "element_name", "is_dsl_object",
-           "require_dsl", "smem_layout", "traced"]
+           "require_dsl", "require_live", "smem_layout", "traced"]
 
 #: what installs the DSL (the message of :class:`~threadmap.errors.DependencyError`)
 DSL_EXTRA = ("the CuTe DSL is not installed: pip install 'threadmap[dsl]' (NVIDIA's nvidia-cutlass-dsl>=4.8.1, "
@@ -218,7 +219,11 @@ def element_name(t: Any) -> str:
 def element_bits(t: Any) -> int:
     """``sizeof_bits`` of a DSL numeric type (its ``width``), or ``t`` when it is a bit count."""
     if isinstance(t, int) and not isinstance(t, bool):
+        if t < 1:
+            raise AtomError(f"element: a bit count is positive, got {t}")
         return t
+    if not is_dsl_object(t):
+        raise AtomError(f"element: expected a CuTe DSL numeric type (cutlass.Float16, ...) or a bit count, got {t!r}")
     return _numeric(t, "element")[1]
 
 
@@ -266,7 +271,13 @@ def _copy_op(atom: Any, bits: int) -> Any:
         if m is None:
             raise AtomError(f"the CuTe DSL universal copy atom has the type {ty}, which threadmap cannot read")
         # without num_bits_per_copy the DSL auto-vectorizes: CuTe's AutoVectorizingCopy
-        return get_copy_op(f"UniversalCopy<uint{m.group(1)}_t>") if m.group(1) else get_copy_op("AutoVectorizingCopy")
+        if not m.group(1):
+            return get_copy_op("AutoVectorizingCopy")
+        try:
+            return get_copy_op(f"UniversalCopy<uint{m.group(1)}_t>")
+        except ThreadmapError:
+            raise AtomError(f"the CuTe DSL universal copy of {m.group(1)} bits per copy ({ty}) is not modelled by "
+                            "threadmap: it models UniversalCopy of 8 to 128 bits") from None
     if name in ("CopyG2ROp", "CopyR2GOp", "CopyS2ROp", "CopyR2SOp"):
         # loads and stores with memory attributes: the layouts of a universal copy of that width
         m = _COPY_BITS.search(ty)
@@ -440,7 +451,8 @@ def _thr_idx(x: Any) -> int:
 # ------------------------------------------------------------------------------ entry points
 def convert(x: Any) -> Any:
     """threadmap's object for the CuTe DSL object ``x`` (see the module's table); tuples and
-    lists convert element by element, Python ints, None and threadmap objects pass unchanged.
+    lists convert element by element, Python ints, None and threadmap objects pass unchanged,
+    a DSL integer the DSL knows while tracing is its Python int.
 
     Call it while the DSL traces (inside a ``@cute.jit`` function, or through :func:`capture`).
     Law: the result evaluates as the DSL's object does, everywhere (the layouts' shape and
@@ -453,14 +465,41 @@ def convert(x: Any) -> Any:
         if x is None or isinstance(x, (int, str, np.integer)) or type(x).__module__.startswith("threadmap."):
             return x
         raise LayoutError(f"convert takes CuTe DSL objects (cutlass.cute), got {type(x).__name__} {x!r}")
+    require_live(x)
     try:
         return _convert_dsl(x)
     except ThreadmapError:
         raise
-    except Exception as e:  # the DSL's own failure, most often an object used after its trace ended
-        raise LayoutError(f"the CuTe DSL could not read its {type(x).__name__} ({type(e).__name__}: {e}); DSL "
-                          "objects live only while a @cute.jit function is traced: convert them there, or "
-                          "build them in a function given to threadmap.dsl.capture / traced") from None
+    except Exception as e:  # the DSL's own failure on an object it cannot read
+        raise LayoutError(f"the CuTe DSL could not read its {type(x).__name__} ({type(e).__name__}: {e}); "
+                          f"{_LIVE_ONLY}") from None
+
+
+_LIVE_ONLY = ("DSL objects live only while a @cute.jit function is traced: convert them there, or build them "
+              "in a function given to threadmap.dsl.capture / traced")
+
+
+def require_live(x: Any) -> None:
+    """Raise :class:`~threadmap.errors.LayoutError` unless every IR value ``x`` holds belongs to
+    the trace running now.  A DSL object outlives its trace as a Python object, but its IR is
+    freed with the trace: reading it then crashes the interpreter (a segmentation fault, on a
+    swizzle's or an atom's type), so the values' context is compared first, which reads no IR."""
+    try:
+        from cutlass._mlir import ir
+        from cutlass.base_dsl.utils.mlir_value_tree import extract_mlir_values
+    except ImportError:  # another DSL layout: the DSL's own errors are then all there is
+        return
+    try:
+        values = [v for v in extract_mlir_values(x) if isinstance(v, ir.Value)]
+    except Exception:  # not a value tree the DSL knows: nothing of its IR to go stale
+        return
+    if not values:
+        return
+    current = ir.Context.current
+    if current is None or any(v.context != current for v in values):
+        raise LayoutError(f"the CuTe DSL {type(x).__name__} was used after the @cute.jit trace that built it "
+                          f"ended ({'no trace is running' if current is None else 'another trace is running'}); "
+                          f"{_LIVE_ONLY}")
 
 
 def _convert_dsl(x: Any) -> Any:
@@ -489,7 +528,11 @@ def _convert_dsl(x: Any) -> Any:
         raise LayoutError(f"the CuTe DSL tensor {_text(x)}: convert its layout (tensor.layout); its iterator, a "
                           "pointer or coordinate, is the spec's tensor and tile")
     if "Numeric" in names or "Integer" in names:
-        raise LayoutError(f"the CuTe DSL value {_text(x)} is dynamic (printed ?): threadmap needs static values")
+        try:  # a DSL integer computed from Python ints knows its value (the builder takes it too)
+            return operator.index(x)
+        except Exception:
+            raise LayoutError(f"the CuTe DSL value {_text(x)} ({type(x).__name__}) is dynamic (printed ?): "
+                              "threadmap needs static integers") from None
     raise LayoutError(f"threadmap cannot convert the CuTe DSL {type(x).__module__}.{type(x).__name__} "
                       f"{_text(x)}; it converts layouts, swizzles, composed layouts, copy and MMA atoms, "
                       "tiled copies and tiled MMAs")
@@ -543,13 +586,25 @@ def _run_in_trace(fn):  # type: ignore[no-untyped-def]
     fn()
 
 
+def _tracing() -> bool:
+    """Whether a DSL trace is running (its MLIR context is entered)."""
+    try:
+        from cutlass._mlir import ir
+    except ImportError:
+        return False
+    return ir.Context.current is not None
+
+
 def traced(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` run inside a ``@cute.jit`` trace (so it may build DSL layouts,
     atoms, tiled copies and MMAs); its result, unconverted.  Nothing runs on a GPU: the traced
     function has no kernel; nothing is written to the DSL's compile cache.  Exceptions ``fn``
-    raises propagate unchanged."""
+    raises propagate unchanged.  Called while a trace runs (inside a ``@cute.jit`` function,
+    or within another ``traced``), ``fn`` runs in that trace."""
     global _RUNNER
     cutlass, cute = require_dsl()
+    if _tracing():  # inside a trace already (a @cute.jit function, or traced within traced): run in it
+        return fn(*args, **kwargs)
     if _RUNNER is None:
         _run_in_trace.__annotations__ = {"fn": cutlass.Constexpr}  # a Python callable is a compile-time value
         _RUNNER = cute.jit(_run_in_trace)

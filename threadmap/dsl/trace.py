@@ -46,6 +46,7 @@ import os
 import re
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,12 @@ MAX_THREAD_RUNS = 1 << 16
 CHECK_ELEMENTS = 1 << 12
 #: operations one thread may execute (a loop the kernel never leaves is refused, not hung)
 MAX_OPS_PER_THREAD = 1 << 20
+#: operations one trace may execute, all threads together (about 4-8 microseconds each: a
+#: minute at most); the total is projected as threads finish, and refused before it is spent
+MAX_TRACE_OPS = 1 << 23
+#: accesses one trace may record (each costs about a kilobyte until the diff is done: half a
+#: gigabyte at most)
+MAX_TRACE_RECORDS = 1 << 19
 
 #: spec element names -> the DSL's numeric type names
 DSL_TYPES = {"f64": "Float64", "f32": "Float32", "tf32": "TFloat32", "f16": "Float16", "bf16": "BFloat16",
@@ -192,14 +199,73 @@ def _import(path: Path, shown: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module  # the DSL reads the functions' source through their module
     out = io.StringIO()
+    # as `python FILE.py` runs it: the file's folder first on the path, for its sibling modules
+    folder = str(resolved.parent)
+    sys.path.insert(0, folder)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module: any failure is bad input
         sys.modules.pop(modname, None)
-        raise DslTraceError(f"{shown}: importing the module failed: {type(e).__name__}: {e}") from None
+        place, err = _user_error(e, path)
+        raise DslTraceError(f"{place or shown + ': '}importing the module failed: {err}") from None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
     _MODULES[key] = module
     return module
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line, without terminal colours (the DSL colours its diagnostics)."""
+    flat = " ".join(_ANSI.sub("", text).split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def _user_error(e: BaseException, near: Path) -> tuple[str, str]:
+    """(``FILE:LINE:COL: `` or '', the message on one line) for an exception raised by the
+    user's code (importing the kernel's module, or the DSL tracing its launcher): the place is
+    the syntax error's, the DSL diagnostic's, or the deepest frame of the traceback in a file
+    under ``near``'s folder (the kernel's file and its helper modules; never the DSL's or
+    threadmap's own frames)."""
+    folder = near.resolve().parent
+    # a kernel beside a virtual environment or threadmap's own sources: their frames are not the user's
+    ours = [Path(__file__).resolve().parents[1]]
+    dsl_file = getattr(sys.modules.get("cutlass"), "__file__", None)
+    if isinstance(dsl_file, str):
+        ours.append(Path(dsl_file).resolve().parent)
+
+    def mine(filename: str | None) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        try:
+            f = Path(filename).resolve()
+        except (OSError, ValueError):
+            return False
+        return (f.is_relative_to(folder) and not any(f.is_relative_to(o) for o in ours)
+                and not {"site-packages", "dist-packages"} & set(f.parts))
+
+    def at(filename: str, line: int | None, col: int | None) -> str:
+        return f"{_shown(filename)}:{line or 1}" + (f":{col}" if col else "") + ": "
+
+    if isinstance(e, SyntaxError):
+        return (at(e.filename, e.lineno, e.offset) if e.filename else "",
+                f"{type(e).__name__}: {_one_line(str(e.msg))}")
+    place = ""
+    dsl_file, dsl_line = getattr(e, "filename", None), getattr(e, "line", None)
+    if isinstance(dsl_file, str) and isinstance(dsl_line, int) and mine(dsl_file):
+        col = getattr(e, "col", None)
+        place = at(dsl_file, dsl_line, col + 1 if isinstance(col, int) else None)
+    else:
+        for fs in traceback.extract_tb(e.__traceback__):
+            if mine(fs.filename):
+                place = at(fs.filename, fs.lineno, fs.colno + 1 if fs.colno is not None else None)
+    message = getattr(e, "message", None)  # a DSL diagnostic's text, without its snippet
+    text = message if isinstance(message, str) and message else str(e)
+    return place, f"{type(e).__name__}: {_one_line(text)}"
 
 
 def load_target(target: str, launcher: str | None = None) -> tuple[Any, Any, str | None, Path]:
@@ -244,6 +310,45 @@ class _Stop(BaseException):
     """Raised from the DSL's module builder once the IR is captured: nothing is compiled."""
 
 
+class _Refused(_Stop):
+    """Raised through the DSL (which wraps its callees' exceptions, not a BaseException) to
+    stop a trace that is too costly: its message is the refusal."""
+
+
+#: IR operations the DSL's module may have (its canonicalisation, text and parse cost about 30
+#: microseconds each; the examples have a few hundred: a whole-tensor ``load()`` has a few per
+#: element)
+MAX_IR_OPS = 1 << 17
+#: seconds the DSL may spend tracing the launcher (its own Python, which grows with what the
+#: kernel unrolls: a ``load()`` of a whole tensor of 2^18 elements takes it two minutes)
+MAX_DSL_SECONDS = 120.0
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, message: str) -> Iterator[None]:
+    """Raise :class:`_Refused` with ``message`` if the block runs longer than ``seconds``:
+    a timer signal, armed only where it can be (the main thread, SIGALRM free)."""
+    import signal
+    import threading
+
+    usable = (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None))
+    if not usable:
+        yield
+        return
+
+    def ring(_sig: int, _frame: Any) -> None:
+        raise _Refused(message)
+
+    signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
 def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[str, str]:
     """The launcher's IR after ``canonicalize,cse`` in generic form with source locations,
     and what the DSL printed while tracing it."""
@@ -258,8 +363,23 @@ def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
             raise DslTraceError(f"{launcher.__name__}: not a @cute.jit function the tracer recognises")
         dsl = cls._get_dsl()
     captured: dict[str, str] = {}
+    shown = _shown(inspect.getsourcefile(inner) or launcher.__name__)
 
     def hook(module: Any, function_name: str) -> Any:
+        from cutlass._mlir import ir
+
+        count = [0]
+
+        def counted(_op: Any) -> Any:
+            count[0] += 1
+            return ir.WalkResult.INTERRUPT if count[0] > MAX_IR_OPS else ir.WalkResult.ADVANCE
+
+        module.operation.walk(counted)  # stops at the limit: the count costs at most that
+        if count[0] > MAX_IR_OPS:
+            raise _Refused(f"{shown}: the CuTe DSL built more than {MAX_IR_OPS} IR operations for "
+                           f"{launcher.__name__}; the tracer reads at most {MAX_IR_OPS} (what grows with the "
+                           "sizes, a whole-tensor load() or an unrolled loop, is per element): trace smaller sizes "
+                           "(--sizes)")
         # the pass pipeline KEEP=ir runs; in place, since the module is discarded after
         dsl.compiler_provider.compile(module, "builtin.module(canonicalize,cse)")
         captured["ir"] = module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
@@ -270,15 +390,20 @@ def capture_ir(launcher: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
     with tempfile.TemporaryDirectory(prefix="threadmap-dsl-") as tmp:
         os.environ["CUTE_DSL_CACHE_DIR"] = tmp  # nothing of the DSL's cache outlives the trace
         dsl.build_module = hook
+        slow = (f"{shown}: the CuTe DSL took more than {MAX_DSL_SECONDS:g} s to trace {launcher.__name__} (what "
+                "grows with the sizes, a whole-tensor load() or an unrolled loop, is per element): trace smaller "
+                "sizes (--sizes)")
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _deadline(MAX_DSL_SECONDS, slow):
                 cute.compile(launcher, *args, **kwargs, options="--generate-line-info")
+        except _Refused as e:
+            raise DslTraceError(str(e)) from None
         except _Stop:
             pass
-        except Exception as e:  # noqa: BLE001 - the DSL's own error on the user's code is bad input
-            msg = " ".join(str(e).split())[:600]
-            raise DslTraceError(f"the CuTe DSL could not trace {launcher.__name__}: {type(e).__name__}: "
-                                f"{msg}") from None
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the DSL's own error on the user's code is bad input
+            # SystemExit too: a kernel calling sys.exit must not end threadmap with its status
+            place, err = _user_error(e, Path(inspect.getsourcefile(inner) or "."))
+            raise DslTraceError(f"{place}the CuTe DSL could not trace {launcher.__name__}: {err}") from None
         finally:
             del dsl.build_module  # the class's method again
             if old_cache is None:
@@ -862,6 +987,7 @@ class Interpreter:
         self.strict = True
         self.ops_run = 0
         self.events: list[tuple[Buffer, int, int, bool]] = []  # buffer, element, bits, is_load
+        self.site_values = 0  # values the running thread has recorded (bounded by MAX_TRACE_RECORDS)
         self.barriers: list[str] = []
         self.smem: dict[str, Buffer] = {}
         self.launch: tuple[str, list[Any], tuple[int, ...], tuple[int, ...]] | None = None
@@ -1598,6 +1724,10 @@ class Interpreter:
 
     def site(self, op: Op, kind: str, src: TensorV | None, dst: TensorV | None, vec: int,
              pairs: list[tuple[int | None, int | None]], performed: list[bool]) -> None:
+        self.site_values += len(pairs)
+        if self.site_values > MAX_TRACE_RECORDS:  # one thread alone: refused before it eats the memory
+            raise self.refuse(op, f"a thread makes more than {MAX_TRACE_RECORDS} accesses; the tracer records at "
+                                  f"most {MAX_TRACE_RECORDS} per trace")
         self.records.append((op, kind, src, dst, vec, pairs, performed))
 
     # -- the host function --------------------------------------------------------------------
@@ -1710,8 +1840,9 @@ def _table(layout: Any) -> np.ndarray:
     if hit is not None and hit[0] is layout:
         return hit[1]
     n = int(L.size(layout))
-    if n > 1 << 22:
-        raise DslTraceError(f"a tensor of {n} elements is copied at once; the tracer handles at most {1 << 22}")
+    if n > MAX_TRACE_RECORDS:  # each element would be an access of its own
+        raise DslTraceError(f"a tensor of {n} elements is copied at once; the tracer handles at most "
+                            f"{MAX_TRACE_RECORDS}")
     t = np.fromiter((int(layout(i)) for i in range(n)), dtype=np.int64, count=n) if n < 64 or not \
         isinstance(layout, L.Layout) else np.asarray(layout.table(np.int64), dtype=np.int64).reshape(-1)
     _TABLES[id(layout)] = (layout, t)
@@ -1803,29 +1934,73 @@ def trace_dsl(target: str, args: Mapping[str, TensorArg | int | bool], *, launch
     (parameter name -> a :class:`TensorArg`, made a fake tensor of static shape, or a Python
     value); ``blocks``: the linear block ids to interpret (default every block)."""
     module, fn, kernel_name, path = load_target(target, launcher)
-    sig = inspect.signature(fn.__wrapped__)
+    params = _parameters(fn)
     given = dict(args)
     call: list[Any] = []
+    named: dict[str, Any] = {}
     used: dict[int, TensorArg | int | bool] = {}
-    for k, (pname, p) in enumerate(sig.parameters.items()):
+    for k, (pname, p) in enumerate(params):
         if pname in given:
             v = given.pop(pname)
-            used[k] = v
-            call.append(_fake(v) if isinstance(v, TensorArg) else v)
-        elif p.default is not inspect.Parameter.empty:
-            break
-        else:
+            _check_argument(fn.__name__, pname, p.annotation, v)
+        elif p.default is inspect.Parameter.empty:
             raise DslTraceError(f"{fn.__name__}: no value for its parameter {pname!r} (give {pname}=TENSOR or "
                                 f"{pname}=INTEGER)")
+        elif isinstance(p.default, int) and not _constexpr(p.annotation):
+            v = p.default  # a runtime scalar with its default: the host function still takes it
+        else:
+            continue  # the DSL applies the default (a Constexpr's is no argument of the IR)
+        used[k] = v
+        value = _fake(v) if isinstance(v, TensorArg) else v
+        # positionally while no parameter was skipped, then by name (keyword-only ones too)
+        if p.kind == p.POSITIONAL_OR_KEYWORD and not named and len(call) == k:
+            call.append(value)
+        elif p.kind == p.POSITIONAL_ONLY:
+            if len(call) != k:
+                raise DslTraceError(f"{fn.__name__}: a positional-only parameter {pname!r} after one left to its "
+                                    "default")
+            call.append(value)
+        else:
+            named[pname] = value
     if given:
         raise DslTraceError(f"{fn.__name__} has no parameter {', '.join(sorted(given))} (its parameters: "
-                            f"{', '.join(sig.parameters)})")
-    text, printed = capture_ir(fn, call, {})
+                            f"{', '.join(p for p, _ in params)})")
+    text, printed = capture_ir(fn, call, named)
     ir = parse_ir(text)
     # the host function's parameters are the launcher's without its Constexpr ones
-    dynamic = [used[k] for k, (_, p) in enumerate(sig.parameters.items())
-               if k in used and not _constexpr(p.annotation)]
-    return interpret(ir, str(path), fn.__name__, kernel_name, dynamic, used, printed, blocks)
+    dynamic = [used[k] for k, (_, p) in enumerate(params) if k in used and not _constexpr(p.annotation)]
+    trace = interpret(ir, str(path), fn.__name__, kernel_name, dynamic, used, printed, blocks)
+    if kernel_name is None:  # the IR's symbol (kernel_cutlass_NAME_<argument types>) as the module names it
+        names = [n for n, v in vars(module).items() if _kind(v) == "kernel"
+                 and trace.kernel.startswith(f"kernel_cutlass_{n}_")]
+        if names:
+            trace.kernel = max(names, key=len)
+    return trace
+
+
+def _parameters(fn: Any) -> list[tuple[str, inspect.Parameter]]:
+    """The launcher's parameters; ``*args``/``**kwargs`` are refused (the tracer passes each
+    argument by its name)."""
+    params = list(inspect.signature(fn.__wrapped__).parameters.items())
+    for pname, p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            stars = "*" if p.kind == p.VAR_POSITIONAL else "**"
+            raise DslTraceError(f"{fn.__name__}: its parameter {stars}{pname} takes any number of arguments; the "
+                                "tracer needs a launcher whose parameters are all named")
+    return params
+
+
+def _check_argument(launcher: str, pname: str, annotation: Any, v: TensorArg | int | bool) -> None:
+    """A tensor for a ``cute.Tensor`` parameter and a Python value for any other, said before the
+    DSL says it about threadmap's own call."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "") or repr(annotation)
+    tensor = annotation is not inspect.Parameter.empty and re.search(r"\bTensor\b", text) is not None
+    if tensor and not isinstance(v, TensorArg):
+        raise DslTraceError(f"{launcher}: its parameter {pname!r} is a cute.Tensor, given {v!r}: give "
+                            f"{pname}=TENSOR (a global tensor of the spec)")
+    if isinstance(v, TensorArg) and annotation is not inspect.Parameter.empty and not tensor:
+        raise DslTraceError(f"{launcher}: its parameter {pname!r} is annotated {text}, given the tensor {v.name}: give "
+                            f"{pname}=INTEGER (or true/false)")
 
 
 def _constexpr(annotation: Any) -> bool:
@@ -1861,7 +2036,8 @@ def interpret(ir: Ir, source: str, launcher: str, kernel_name: str | None, dynam
         elif t.kind == "int" and isinstance(v, (int, bool)) and not isinstance(v, TensorArg):
             env[a] = int(v)
         else:
-            raise DslTraceError(f"{launcher}: an argument of type {t.text} was given {v!r}")
+            raise DslTraceError(f"{launcher}: a host argument of type {t.text} was given {v!r}; the tracer passes "
+                                "spec tensors (memrefs) and integers (int and boolean arguments)")
     it.guarded(entry.ops, env)
     if it.launch is None:
         raise DslTraceError(f"{launcher} launches no kernel")
@@ -1911,6 +2087,7 @@ def interpret(ir: Ir, source: str, launcher: str, kernel_name: str | None, dynam
     _number(kentry.ops, order)
     counters: dict[tuple[str, int, int], list[int]] = {}
     uniform = _uniform(kentry.ops)
+    cost = _Cost(len(chosen) * threads, _shown(source))
     for b in chosen:
         kit.block_xyz = (b % grid[0], (b // grid[0]) % grid[1], b // (grid[0] * grid[1]))
         kit.block_id = b
@@ -1922,6 +2099,7 @@ def interpret(ir: Ir, source: str, launcher: str, kernel_name: str | None, dynam
             kit.ops_run = 0
             kit.regs = {}
             kit.events, kit.records, kit.rekey, kit.paired = [], [], [], set()
+            kit.site_values = 0
             # the block's first thread runs everything; the others reuse what does not
             # depend on the thread (its results are the same for every thread of the block)
             kit.skip = set() if tid == 0 else uniform
@@ -1930,13 +2108,43 @@ def interpret(ir: Ir, source: str, launcher: str, kernel_name: str | None, dynam
             if tid == 0:
                 block_env = {r: env[r] for r in list(base) + [r for op in kentry.ops if id(op) in uniform
                                                               for r in op.results] if r in env}
-            _collect(kit, stages, order, counters, b, tid)
+            cost.thread_done(kit.ops_run, _collect(kit, stages, order, counters, b, tid))
     out = sorted(stages.values(), key=lambda s: (s.index, s.where))
     for k, s in enumerate(out):
         s.index = k
     args_out = dict(used)
     return DslTrace(source, kernel_name or callee, grid, dims, chosen, args_out, out, sorted(set(kit.barriers)),
                     printed)
+
+
+class _Cost:
+    """The trace's running cost, checked after every thread against :data:`MAX_TRACE_OPS` and
+    :data:`MAX_TRACE_RECORDS`: the totals so far plus, for every thread left, the cheapest
+    thread seen (threads of one kernel mostly cost alike; a first thread doing the block's
+    extra work does not make the projection refuse a trace that fits)."""
+
+    def __init__(self, todo: int, source: str) -> None:
+        self.todo, self.source = todo, source
+        self.done = self.ops = self.records = 0
+        self.min_ops = self.min_records = -1
+
+    def thread_done(self, ops: int, records: int) -> None:
+        self.done += 1
+        self.ops += ops
+        self.records += records
+        self.min_ops = ops if self.min_ops < 0 else min(self.min_ops, ops)
+        self.min_records = records if self.min_records < 0 else min(self.min_records, records)
+        left = self.todo - self.done
+        for what, total, least, cap, unit in (
+                ("operations", self.ops, self.min_ops, MAX_TRACE_OPS, "operations run"),
+                ("accesses", self.records, self.min_records, MAX_TRACE_RECORDS, "accesses recorded")):
+            projected = total + least * left
+            if projected > cap:
+                first = "the first thread" if self.done == 1 else f"the first {self.done} threads"
+                raise DslTraceError(
+                    f"{self.source}: the trace would need about {projected} {what} ({total} in {first} of "
+                    f"{self.todo}); the tracer allows {cap} {unit} per trace: trace fewer blocks (--dsl-blocks) "
+                    "or smaller sizes (--sizes)")
 
 
 def _dims(values: tuple[Any, ...], facts: Any, what: str, launcher: str) -> tuple[int, int, int]:
@@ -1982,13 +2190,14 @@ def _number(ops: list[Op], order: dict[int, int]) -> None:
 
 
 def _collect(kit: Interpreter, stages: dict[str, TracedStage], order: dict[int, int],
-             counters: dict[tuple[str, int, int], list[int]], block: int, thread: int) -> None:
+             counters: dict[tuple[str, int, int], list[int]], block: int, thread: int) -> int:
     """One thread's records into the stages.  A load whose values are all stored directly
     becomes a copy at the store (an element copy; a vector copy for ``load()`` then
     ``store()``); a stage is a source line, kind and pair of buffers (the operation's place
     in the IR without a line), numbered in program order; value and instruction numbers
     count per (stage, thread) over every execution of the site."""
     into: dict[int, tuple[int | None, Op, TensorV]] = {ld: (st, op, dst) for ld, st, op, dst in kit.rekey}
+    recorded = 0
     for op, kind, src, dst, vec, pairs, performed in kit.records:
         sop, skind = op, kind
         if kind == "load" and all(ld in into for ld, _ in pairs):
@@ -2010,9 +2219,11 @@ def _collect(kit: Interpreter, stages: dict[str, TracedStage], order: dict[int, 
             v = cnt[0]
             cnt[0] += 1
             if on:
+                recorded += 1
                 st.rows.append((block, thread, v // vec if vec else -1, v,
                                 kit.events[s][1] if s is not None else -1,
                                 kit.events[d][1] if d is not None else -1, True))
+    return recorded
 
 
 def _sides(src: TensorV | None, dst: TensorV | None) -> str:
@@ -2050,28 +2261,64 @@ def spec_arguments(model: KernelModel, given: Mapping[str, str]) -> dict[str, Te
     return out
 
 
+#: elements of a spec tensor mapped back to coordinates through a full table at most (about 60
+#: bytes each); a tensor whose strides nest (a compact or padded layout) is inverted by
+#: arithmetic instead, whatever its size
+MAX_INVERSE_TABLE = 1 << 22
+
+
+def _nested_strides(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+    """Whether ``offset = sum c_k * d_k`` is one-to-one and inverted greedily: each stride of a
+    mode of extent > 1 is positive and larger than the largest offset the smaller ones reach."""
+    if strides is None:
+        return False
+    reach = 0
+    for n, d in sorted(((n, d) for n, d in zip(shape, strides) if n > 1), key=lambda x: x[1]):
+        if d <= reach:
+            return False
+        reach += (n - 1) * d
+    return True
+
+
 def _inverse(model: KernelModel, name: str, cache: dict[str, Any]) -> Any:
-    """element offset (in the tensor's buffer) -> top-level coordinate, for one spec tensor."""
+    """element offset (in the tensor's buffer) -> top-level coordinate, for one spec tensor:
+    ``("strides", offset, shape, strides)`` for a tensor with nested strides, else a table of
+    every element's offset, sorted, with its coordinate."""
     hit = cache.get(name)
     if hit is not None:
         return hit
     tm = model.tensors[name]
-    n = int(np.prod(tm.shape))
-    if n > 1 << 26:
-        raise DslTraceError(f"tensor {name} has {n} elements; the trace maps at most {1 << 26} to coordinates "
-                            "(give smaller sizes)")
-    grids = np.indices(tm.shape, dtype=np.int64).reshape(len(tm.shape), -1)
+    shape = tuple(int(s) for s in tm.shape)
+    if _nested_strides(shape, tm.strides):
+        table: Any = ("strides", tm.offset, shape, tm.strides)
+        cache[name] = table
+        return table
+    n = int(np.prod(shape, dtype=object))
+    if n > MAX_INVERSE_TABLE:
+        raise DslTraceError(f"tensor {name} has {n} elements and a layout ({tm.layout}) whose offsets the trace "
+                            f"maps back to coordinates through a table of at most {MAX_INVERSE_TABLE} (give smaller "
+                            "sizes)")
+    grids = np.indices(shape, dtype=np.int64).reshape(len(shape), -1)
     offs = np.asarray(tm.offsets(tuple(grids)), dtype=np.int64).reshape(-1) + tm.offset
     order = np.argsort(offs, kind="stable")
-    sorted_offs = offs[order]
-    dup = np.flatnonzero(np.diff(sorted_offs) == 0)
-    table = (sorted_offs, grids[:, order], set(sorted_offs[dup].tolist()))
+    table = (offs[order], grids[:, order])
     cache[name] = table
     return table
 
 
 def _coords_of(table: Any, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    sorted_offs, grids, _ = table
+    """The coordinates of ``elements`` (element offsets) and whether each is an element."""
+    if isinstance(table[0], str):  # ("strides", offset, shape, strides)
+        _, offset, shape, strides = table
+        rest = np.asarray(elements, dtype=np.int64) - offset
+        found = rest >= 0
+        coords = np.zeros((len(shape), len(rest)), dtype=np.int64)
+        for k in sorted(range(len(shape)), key=lambda k: -strides[k]):
+            if shape[k] > 1:
+                coords[k] = np.clip(rest // strides[k], 0, shape[k] - 1)
+                rest = rest - coords[k] * strides[k]
+        return coords, found & (rest == 0)
+    sorted_offs, grids = table
     pos = np.searchsorted(sorted_offs, elements)
     pos_c = np.minimum(pos, len(sorted_offs) - 1)
     found = (pos < len(sorted_offs)) & (sorted_offs[pos_c] == elements)
@@ -2186,7 +2433,7 @@ def diff_dsl(model: KernelModel, target: str, args: Mapping[str, str], *, launch
     tensor or integer; a parameter named as a spec tensor needs no entry) and diff the records
     with the simulation exactly as ``threadmap diff SPEC LOG`` does."""
     _, fn, _, _ = load_target(target, launcher)
-    params = list(inspect.signature(fn.__wrapped__).parameters.items())
+    params = _parameters(fn)
     given = dict(args)
     for pname, _p in params:
         if pname not in given and pname in model.tensors and model.tensors[pname].memory == "global":
@@ -2212,10 +2459,18 @@ def diff_trace(trace: DslTrace, model: KernelModel, *, target: str = "", side: s
     """Diff a trace with ``model`` through :func:`threadmap.gpu.log.diff_log` (its records
     written as the log ``threadmap_probe.h`` prints): one trace can be diffed with several
     specs of the same tensors."""
+    _check_shared(trace, model, shared or {})
     lines, notes = trace_log(trace, model, side=side, shared=shared)
+    copies = model.copies()
+    stages = [f"stage {copies[k].index if k < len(copies) else '-'}: {s.op} at {s.where}"
+              for k, s in enumerate(trace.stages)]
     if not lines:
-        raise DslTraceError(f"{target or trace.source}: the trace has no access to compare with the spec "
-                            f"({'; '.join(notes) or 'the kernel copies nothing'})")
+        # nothing to diff is the kernel's finding (it accesses nothing, or only outside the
+        # spec's tensors: an out-of-bounds write), not bad input: a report that fails
+        why = "the trace has no access to compare with the spec" + ("" if notes else ": the kernel copies nothing")
+        return DslDiff(spec=str(model.loaded.path), log=f"dsl:{target or trace.source}", sizes=dict(model.env),
+                       side={}, lines=0, records=0, dsl=target or trace.source, kernel=trace.kernel,
+                       traced_blocks=trace.blocks, stages=stages, notes=[*notes, why])
     with tempfile.TemporaryDirectory(prefix="threadmap-dsl-log-") as tmp:
         log = keep_log or Path(tmp) / "trace.log"
         try:
@@ -2223,15 +2478,29 @@ def diff_trace(trace: DslTrace, model: KernelModel, *, target: str = "", side: s
         except OSError as e:
             raise DslTraceError(f"--dsl-log {log}: cannot write: {e.strerror or e}") from None
         d = diff_log(model, log, stage=stage, side=side, whole_grid=whole_grid)
-    copies = model.copies()
     out = DslDiff(**d.model_dump(), dsl=target or trace.source, kernel=trace.kernel, traced_blocks=trace.blocks,
-                  stages=[f"stage {copies[k].index if k < len(copies) else '-'}: {s.op} at {s.where}"
-                          for k, s in enumerate(trace.stages)], notes=notes)
+                  stages=stages, notes=notes)
     out.log = f"dsl:{target or trace.source}" if keep_log is None else str(keep_log)
     if keep_log is None:
         for f in out.findings:  # lines of a file that is gone
             f.line = None
     return out
+
+
+def _check_shared(trace: DslTrace, model: KernelModel, shared: Mapping[str, str]) -> None:
+    """``--dsl-shared ALLOCATION=TENSOR``: an allocation the traced copies use, a shared tensor
+    of the spec (a mistyped name would otherwise only show as a note, or not at all)."""
+    allocs = sorted({s.buffer.name for st in trace.stages for s in (st.src, st.dst)
+                     if s is not None and s.buffer.memory == "shared"}, key=lambda n: (len(n), n))
+    spec_shared = [n for n, tm in model.tensors.items() if tm.memory == "shared"]
+    for alloc, name in shared.items():
+        if alloc not in allocs:
+            raise DslTraceError(f"--dsl-shared {alloc}={name}: the kernel's copies use no shared allocation "
+                                f"{alloc!r} (they use: {', '.join(allocs) or 'none'})")
+        if name not in spec_shared:
+            what = "a global tensor" if name in model.tensors else "no tensor"
+            raise DslTraceError(f"--dsl-shared {alloc}={name}: {name} is {what} of the spec (its shared tensors: "
+                                f"{', '.join(spec_shared) or 'none'})")
 
 
 def render_dsl_diff(d: DslDiff, console: Any) -> None:

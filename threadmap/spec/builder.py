@@ -104,6 +104,11 @@ def _int(x: Any) -> int | None:
         return operator.index(x)
     except TypeError:
         return None
+    except Exception:  # the CuTe DSL's own error on a value it knows only at run time
+        if _is_dsl(x):
+            raise SpecError(f"the CuTe DSL value {type(x).__name__} is dynamic (a runtime value, printed ?): the "
+                            "spec needs static values (Python ints, or DSL values computed from them)") from None
+        raise
 
 
 def _expr(x: Any) -> Expr:
