@@ -209,8 +209,10 @@ def run_print_batch(stmts: dict[str, str], *, prelude: str = PRELUDE) -> dict[st
     return res
 
 
-def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
-    """One ``-fsyntax-only`` translation unit; the ids whose lines a diagnostic names."""
+def _syntax_log(stmts: dict[str, str], prelude: str) -> tuple[str, str, dict[int, str], int]:
+    """One ``-fsyntax-only`` translation unit of the cases (each in its own function): the
+    compiler's diagnostics (cached by source hash), the file's name, its case lines and the
+    line of its first case."""
     exe, inc = require_oracle()
     body, line_of = _function_program(stmts)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -228,13 +230,40 @@ def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
             argv = [*cmd, "-fsyntax-only", str(cu)] if cmd else \
                 [exe, "-std=c++17", "-w", f"-I{inc}", "-x", "c++", "-Xcompiler", "-fsyntax-only",
                  "-c", str(cu), "-o", str(CACHE / f"rej_{key}.o")]
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
             text = proc.stderr if proc.returncode else ""
             tmp = CACHE / f"rej_{key}.tmp{os.getpid()}"
             tmp.write_text(text)
             tmp.replace(log)  # whole or absent: a reader never sees half a log
-    first = (prelude + "\n").count("\n") + 1
+    return text, name, line_of, (prelude + "\n").count("\n") + 1
+
+
+def _syntax_errors(stmts: dict[str, str], prelude: str) -> set[str]:
+    """One ``-fsyntax-only`` translation unit; the ids whose lines a diagnostic names."""
+    text, name, line_of, first = _syntax_log(stmts, prelude)
     return {line_of[ln - first] for ln in _lines_with_errors(text, name) if ln - first in line_of}
+
+
+def failing_static_checks(stmts: dict[str, str], *, prelude: str = PRELUDE, marker: str) -> set[str]:
+    """The ids of the cases that do not compile: one of their own ``static_assert(..., marker)``
+    fails, or the header rejects them.
+
+    The cases go into one ``-fsyntax-only`` translation unit, each in its own function, so
+    each case's own static_asserts are reported.  A failing template instantiation of the
+    header is reported only once per unit, so while a round shows an error that is not the
+    marker's, the cases it did not flag are compiled again (as :func:`rejected_by_header`
+    does).  Cached by source hash."""
+    hit: set[str] = set()
+    todo = dict(stmts)
+    while todo:
+        text, name, line_of, first = _syntax_log(todo, prelude)
+        found = {line_of[ln - first] for ln in _lines_with_errors(text, name) if ln - first in line_of}
+        hit |= found
+        foreign = any("error" in ln and marker not in ln for ln in text.splitlines() if " error: " in ln)
+        if not found or not foreign:
+            break
+        todo = {k: v for k, v in todo.items() if k not in found}
+    return hit
 
 
 def rejected_by_header(stmts: dict[str, str], *, prelude: str = PRELUDE) -> set[str]:

@@ -130,6 +130,23 @@ def test_tiled_copies_are_built(case: S.TiledCopyCase) -> None:
 
 
 @VALID
+@given(S.tiled_mma_cases(max_atoms=4))
+def test_tiled_mmas_are_built(case: S.TiledMMACase) -> None:
+    m = case.tiled_mma
+    assert case.atom in S.SM80_MMA_ATOMS and tl.rank(case.atom_layout) == 3
+    assert tl.size(case.atom_layout) in (1, 2, 4) and tl.size(m.thr_layout_vmnk) == 32 * tl.size(case.atom_layout)
+    for i, p in enumerate(case.permutation):
+        # a permutation covers a whole number of the tile the atoms cover without one
+        base = m.atom.shape_mnk[i] * tl.size(m.thr_layout_vmnk[i + 1])
+        assert isinstance(p, tl.Underscore) or tl.size(p) in (base, 2 * base)
+    # every value of C lands in the tile; a compact atom layout numbers exactly its threads
+    c = m.get_layoutC_TV()
+    assert max(c.table(np.int64)) < m.tile_shape[0] * m.tile_shape[1]
+    if tl.cosize(case.atom_layout) == tl.size(case.atom_layout):
+        assert tl.size(c[0]) == tl.size(m.thr_layout_vmnk)
+
+
+@VALID
 @given(S.thread_maps(element_bits=16))
 def test_thread_maps_are_constructible(m: PitchLinearThreadMap) -> None:
     assert m.threads in (32, 64, 128, 256) and m.elements_per_access * 16 <= 128

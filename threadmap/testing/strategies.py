@@ -43,12 +43,15 @@ from threadmap.layout import (
     Layout,
     Swizzle,
     TiledCopy,
+    TiledMMA,
     composition,
     cosize,
     get_copy_op,
+    get_mma_atom,
     logical_divide,
     logical_product,
     make_tiled_copy,
+    make_tiled_mma,
     size,
 )
 from threadmap.layout import _ as UNDERSCORE
@@ -82,11 +85,14 @@ __all__ = [
     "SMEM_KINDS",
     "SPEC_FAMILIES",
     "THREAD_MAP_KINDS",
+    "SM80_MMA_ATOMS",
     "TiledCopyCase",
+    "TiledMMACase",
     "thread_maps",
     "tilers",
     "tiled_copies",
     "tiled_copy_cases",
+    "tiled_mma_cases",
     "tuple_tilers",
     "value_layouts",
 ]
@@ -654,6 +660,52 @@ def tiled_copies(*, num_threads: int | None = None, vector_bits: int | None = No
     return tiled_copy_cases(num_threads=num_threads, vector_bits=vector_bits,
                             element_bits=element_bits, max_repeat=max_repeat,
                             compact=compact).map(lambda c: c.tiled_copy)
+
+
+#: the SM80 warp-level tensor-core atoms (``mma.sync`` m16n8k*), f16/bf16/tf32 inputs
+SM80_MMA_ATOMS = (
+    "SM80_16x8x8_F16F16F16F16_TN", "SM80_16x8x8_F32F16F16F32_TN", "SM80_16x8x8_F32BF16BF16F32_TN",
+    "SM80_16x8x16_F16F16F16F16_TN", "SM80_16x8x16_F32F16F16F32_TN", "SM80_16x8x16_F32BF16BF16F32_TN",
+    "SM80_16x8x4_F32TF32TF32F32_TN", "SM80_16x8x8_F32TF32TF32F32_TN",
+)
+
+
+class TiledMMACase(NamedTuple):
+    """What :func:`tiled_mma_cases` draws: the MMA atom's C++ name, the atom layout (rank 3,
+    ``(M,N,K)`` atoms -> atom index), the permutation (``_``, an integer or a layout per
+    mode) and ``make_tiled_mma`` of them (the C++ is ``make_tiled_mma(atom{}, atom_layout{},
+    Tile<...>{})``)."""
+
+    atom: str
+    atom_layout: Layout
+    permutation: tuple[Any, Any, Any]
+    tiled_mma: TiledMMA
+
+
+@st.composite
+def tiled_mma_cases(draw: st.DrawFn, *, atoms: Sequence[str] = SM80_MMA_ATOMS,
+                    max_atoms: int = 8, compact: bool = False) -> TiledMMACase:
+    """:func:`threadmap.layout.make_tiled_mma` of one of ``atoms`` over a rank-3
+    :func:`thread_layouts` of ``1..max_atoms`` atoms (a power of two; ``compact`` or
+    injective), with each mode's permutation, simplest first, ``_``, the mode's tile size
+    times 1 or 2, or a compact layout of that size (a permutation of the mode, as kernels
+    write ``Layout<Shape<_4,_4>,Stride<_4,_1>>``).  Shrinks toward one atom, no permutation."""
+    if not atoms:
+        raise ValueError("tiled_mma_cases: no MMA atom to draw from")
+    _count("tiled_mma_cases: max_atoms", max_atoms, 1, 64)
+    name = draw(st.sampled_from(list(atoms)))
+    atom = get_mma_atom(name)
+    n = draw(st.sampled_from([p for p in _POW2 if p <= max_atoms]))
+    atom_layout = draw(thread_layouts(n, rank=3, compact=compact))
+    base = make_tiled_mma(atom, atom_layout)
+    perm: list[Any] = []
+    for i in range(3):
+        tile = base.tile_size_mnk(i) * draw(st.sampled_from([1, 2]))
+        kind = draw(st.integers(0, 2))
+        perm.append(UNDERSCORE if kind == 0 else tile if kind == 1 else
+                    draw(thread_layouts(tile, max_rank=2, compact=True)))
+    p3 = (perm[0], perm[1], perm[2])
+    return TiledMMACase(name, atom_layout, p3, make_tiled_mma(atom, atom_layout, p3))
 
 
 # ============================================================================ CUTLASS thread maps
