@@ -28,11 +28,14 @@ def draw(report: SweepReport, con: Any) -> None:
         t.add_row(k.kind, str(k.kernels), str(k.configurations), str(k.in_slice),
                   f"{k.analysed} ({k.kernels_analysed})", str(k.passed), str(k.with_findings), str(k.not_analysed))
     con.print(t)
-    if report.findings:
-        f = Table(title="Findings (one spec file per configuration: -o DIR)", title_justify="left")
+    for rows, title in ((report.findings, "Findings (failing checks; one spec file per configuration with -o DIR)"),
+                        (report.warnings, "Costs the checks report without failing (spec files in DIR/warnings)")):
+        if not rows:
+            continue
+        f = Table(title=title, title_justify="left")
         for col in ("check", "configuration family", "configurations", "kernels", "spec", "example"):
             f.add_column(col, overflow="fold")
-        for r in report.findings:
+        for r in rows:
             more = f" (+{len(r.specs) - 1})" if len(r.specs) > 1 else ""
             f.add_row(r.check, r.family, str(r.configurations), str(r.kernels), r.specs[0] + more, r.example)
         con.print(f)

@@ -645,7 +645,16 @@ class _Builder:
             raise self.fail((*p, "threads"), f"thread map has {tm.threads} threads, but threads = {threads}")
         if len(tile) != 2:
             raise self.fail(p, "a CUTLASS pitch-linear thread map partitions a rank-2 tile")
-        return thread_map_partition(tm, tm_spec.contiguous_mode)
+        part = thread_map_partition(tm, tm_spec.contiguous_mode)
+        apv = tm_spec.accesses_per_vector
+        if apv != 1:
+            # CUTLASS's kAccessesPerVector: each vector is copied as apv narrower accesses, in
+            # order, so the values keep their order and only the instruction width changes
+            if tm.has_access_shape_axis or part.vec % apv:
+                raise self.fail((*p, "accesses_per_vector"), f"{apv} accesses do not split a vector of "
+                                                             f"{part.vec} elements evenly")
+            part = part.with_vec(part.vec // apv)
+        return part
 
     def vectors(self, i: int, cp: Any, parts: Mapping[str, LocalPartition],
                 tensors: dict[str, TensorModel]) -> dict[str, int]:

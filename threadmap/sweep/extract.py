@@ -16,11 +16,18 @@ the text the library compiles), and the program prints, per operand of the kerne
 
 The kernel headers need CUDA's builtins, so the program is compiled as CUDA for sm_80
 (``toolchain.build_host``: the compile cache and header discovery of ``threadmap gpu``) and run
-on the host; nothing of it runs on a GPU.
+on the host; nothing of it runs on a GPU.  Each configuration's printed fields are kept in the
+compile cache too (``sweep_KEY.json.gz``), so a configuration is compiled once whichever batch
+it falls in (a resumed sweep batches the remaining configurations otherwise).
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
+import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -239,32 +246,30 @@ def _operand(fields: dict[str, str], w: str) -> Operand:
                    f["smem_layout"], table)
 
 
-def parse(output: str, n: int) -> list[Extracted]:
-    """The program's output, per configuration of the batch (in order)."""
+def split_output(output: str, n: int) -> list[dict[str, str]]:
+    """The program's ``ID<TAB>FIELD<TAB>VALUE`` lines as fields per configuration (in order)."""
     by: dict[str, dict[str, str]] = {f"c{i}": {} for i in range(n)}
     for line in output.splitlines():
         m = _LINE.match(line)
         if m and m.group(1) in by:
             by[m.group(1)][m.group(2)] = m.group(3).strip()
-    out: list[Extracted] = []
-    for i in range(n):
-        f = by[f"c{i}"]
-        if "mainloop" not in f:
-            out.append(Extracted(error="the extraction program printed nothing for this configuration",
-                                 error_kind="extraction output incomplete"))
-            continue
-        if f["mainloop"] != "multistage":
-            out.append(Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
-                                 error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}"))
-            continue
-        try:
-            ex = Extracted("multistage", tuple(_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
-                           {w: _operand(f, w) for w in ("A", "B")})
-        except (KeyError, ValueError, IndexError) as e:
-            ex = Extracted(error=f"the extraction program's output is incomplete ({type(e).__name__}: {e})",
-                           error_kind="extraction output incomplete")
-        out.append(ex)
-    return out
+    return [by[f"c{i}"] for i in range(n)]
+
+
+def parse_fields(f: dict[str, str]) -> Extracted:
+    """One configuration's printed fields as an :class:`Extracted`."""
+    if "mainloop" not in f:
+        return Extracted(error="the extraction program printed nothing for this configuration",
+                         error_kind="extraction output incomplete")
+    if f["mainloop"] != "multistage":
+        return Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
+                         error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
+    try:
+        return Extracted("multistage", tuple(_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
+                         {w: _operand(f, w) for w in ("A", "B")})
+    except (KeyError, ValueError, IndexError) as e:
+        return Extracted(error=f"the extraction program's output is incomplete ({type(e).__name__}: {e})",
+                         error_kind="extraction output incomplete")
 
 
 def _compile_error(e: Exception) -> str:
@@ -276,9 +281,64 @@ def _compile_error(e: Exception) -> str:
     return re.sub(r"\s+", " ", text)[-300:]
 
 
+@functools.cache
+def _context() -> str:
+    """What every configuration's output depends on besides its kernel: the CUTLASS headers'
+    version and threadmap's headers."""
+    inc = toolchain.cutlass_include()
+    version = toolchain.cutlass_version(inc) if inc is not None else "?"
+    return version + "\0" + "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
+
+
+def output_key(cfg: Configuration) -> str:
+    """The cache key of one configuration's printed fields: its kernel text, the program
+    around it and :func:`_context`, whichever batch printed it."""
+    text = "\0".join([PRELUDE, _emitted(cfg, "c"), _context()])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _cached_fields(key: str) -> dict[str, str] | None:
+    try:
+        return dict(json.loads(gzip.decompress((toolchain.cache_dir() / f"sweep_{key}.json.gz").read_bytes())))
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def _keep_fields(key: str, fields: dict[str, str]) -> None:
+    # compressed: a tile's offset table is most of it (16K numbers for a 256x64 tile)
+    path = toolchain.cache_dir() / f"sweep_{key}.json.gz"
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(gzip.compress(json.dumps(fields).encode(), 6))
+    tmp.replace(path)  # whole or absent: a reader never sees half a file
+
+
 def extract(configs: Sequence[Configuration]) -> list[Extracted]:
-    """Compile and run one batch's program; a batch that does not compile is split until the
-    configurations that fail are alone (each then records the compiler's error)."""
+    """Each configuration's mainloop as its C++ objects print it.  A configuration printed
+    before (by any batch: a resumed sweep batches otherwise) is read from the compile cache;
+    the others are compiled and run as one program."""
+    keys = [output_key(c) for c in configs]
+    out: list[Extracted | None] = [None] * len(configs)
+    todo: list[int] = []
+    for i, k in enumerate(keys):
+        f = _cached_fields(k)
+        if f is None:
+            todo.append(i)
+        else:
+            out[i] = parse_fields(f)
+    for i, got in zip(todo, _compile_and_run([configs[i] for i in todo]), strict=True):
+        if isinstance(got, Extracted):  # it does not compile, or the program failed
+            out[i] = got
+        else:
+            _keep_fields(keys[i], got)
+            out[i] = parse_fields(got)
+    return [e if e is not None else Extracted(error="not extracted", error_kind="extraction output incomplete")
+            for e in out]
+
+
+def _compile_and_run(configs: Sequence[Configuration]) -> list[dict[str, str] | Extracted]:
+    """One program for the configurations: the fields each printed, or why it has none.  A
+    program that does not compile is split until the configurations that fail are alone
+    (each then records the compiler's error)."""
     if not configs:
         return []
     source = program(configs)
@@ -292,9 +352,9 @@ def extract(configs: Sequence[Configuration]) -> list[Extracted]:
         if len(configs) == 1:
             return [Extracted(error=_compile_error(e), error_kind="does not compile")]
         half = len(configs) // 2
-        return extract(configs[:half]) + extract(configs[half:])
+        return _compile_and_run(configs[:half]) + _compile_and_run(configs[half:])
     proc = toolchain.run_cached(build, [])
     if proc.returncode != 0:
         why = f"the extraction program exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
         return [Extracted(error=why, error_kind="extraction program failed") for _ in configs]
-    return parse(proc.stdout, len(configs))
+    return list(split_output(proc.stdout, len(configs)))

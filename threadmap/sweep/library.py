@@ -9,6 +9,7 @@ shared data movement; kernels with equal keys share one configuration, analysed 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -149,7 +150,13 @@ def generate(architectures: Sequence[str], kernels: str = "all",
              cuda_version: str = DEFAULT_CUDA_VERSION) -> list[tuple[str, Any]]:
     """Run CUTLASS's generator in process: ``(kind, Operation)`` for every kernel of those
     architectures that ``kernels`` selects (the generator's ``--kernels``: comma-separated
-    patterns, ``*`` between substrings; ``all`` for every kernel)."""
+    patterns, ``*`` between substrings; ``all`` for every kernel).  Remembered per arguments
+    for the process's life (a run takes a second or two; the operations are only read)."""
+    return list(_generate(tuple(architectures), kernels, cuda_version))
+
+
+@functools.lru_cache(maxsize=8)
+def _generate(architectures: tuple[str, ...], kernels: str, cuda_version: str) -> tuple[tuple[str, Any], ...]:
     bad = [a for a in architectures if a not in ARCHITECTURES]
     if bad or not architectures:
         raise SweepError(f"--architectures {';'.join(architectures) or '(none)'}: the sweep generates the 2.x kernels "
@@ -184,7 +191,7 @@ def generate(architectures: Sequence[str], kernels: str = "all",
         for ops_by_name in by_cc.values():
             for ops in ops_by_name.values():
                 out += [(OperationKindNames[kind], op) for op in ops]
-    return out
+    return tuple(out)
 
 
 def group(ops: Iterable[tuple[str, Any]]) -> list[Configuration]:

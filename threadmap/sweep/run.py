@@ -99,6 +99,7 @@ class SweepReport:
     db: str
     kinds: list[KindRow]
     findings: list[FindingRow]
+    warnings: list[FindingRow]           # costs reported without failing, by check and family
     reasons: list[ReasonRow]
     not_in_slice: dict[str, int]         # "kind family" -> configurations
     configurations: list[dict[str, Any]] = field(default_factory=list)
@@ -153,9 +154,10 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     return out
 
 
-def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], float, str]:
+def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], float, str]:
     """Verify one spec (default checks): its status, findings (one per failing check and
-    stage, with the first sizes that show it), CPU seconds, and an error if it was refused."""
+    stage, with the first sizes that show it), warnings (costs reported without failing, the
+    same way), CPU seconds, and an error if threadmap refused the spec."""
     import threadmap.api as api
     from threadmap.spec.load import loads_spec
 
@@ -163,19 +165,22 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], float,
     try:
         report = api.verify(loads_spec(text, "yaml", name))
     except Exception as e:  # noqa: BLE001 - a refused spec is the configuration's result, not the sweep's end
-        return "not_analysed", [], time.process_time() - t0, f"{type(e).__name__}: {e}"
+        return "not_analysed", [], [], time.process_time() - t0, f"{type(e).__name__}: {e}"
     if report.errors:
-        return "not_analysed", [], time.process_time() - t0, report.errors[0].message
+        return "not_analysed", [], [], time.process_time() - t0, report.errors[0].message
     found: dict[tuple[str, Any], dict[str, Any]] = {}
+    warned: dict[tuple[str, Any], dict[str, Any]] = {}
     for run in report.runs:
         for r in run.results:
-            if r.status != "fail" or (r.check, r.stage) in found:
-                continue
-            msg = r.findings[0].message if r.findings else str(r.summary)
-            found[(r.check, r.stage)] = {"check": r.check, "stage": r.stage, "side": r.side, "sizes": run.sizes,
-                                         "message": msg[:400]}
+            entry = {"check": r.check, "stage": r.stage, "side": r.side, "sizes": run.sizes}
+            if r.status == "fail" and (r.check, r.stage) not in found:
+                msg = r.findings[0].message if r.findings else str(r.summary)
+                found[(r.check, r.stage)] = {**entry, "message": msg[:400]}
+            warn = [f for f in r.findings if f.severity == "warning"]
+            if r.status != "fail" and warn and (r.check, r.stage) not in warned:
+                warned[(r.check, r.stage)] = {**entry, "kind": warn[0].kind, "message": warn[0].message[:400]}
     status = "fail" if found else "pass"
-    return status, list(found.values()), time.process_time() - t0, ""
+    return status, list(found.values()), list(warned.values()), time.process_time() - t0, ""
 
 
 class _Inline(Executor):
@@ -215,7 +220,7 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     inc = toolchain.cutlass_include()
     headers = toolchain.cutlass_version(inc) if inc is not None else "?"
     db = opts.db if opts.db is not None else default_db()
-    report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], {})
+    report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], [], {})
     with Store(db) as store:
         done = store.done()
         results: dict[str, Result] = {}
@@ -276,19 +281,28 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
 
     def from_verified(digest: str, written: Any, src: Result) -> Result:
         cfg = by_digest[digest]
-        return Result(digest, cfg.key, cfg.label, src.status, src.reason_kind, src.reason, src.findings, written.text,
-                      written.content_hash, list(cfg.kernels), 0.0)
+        return Result(digest, cfg.key, cfg.label, src.status, src.reason_kind, src.reason, src.findings, src.warnings,
+                      written.text, written.content_hash, list(cfg.kernels), 0.0)
+
+    batches = list(_chunks(pending, max(1, opts.batch)))
+
+    def next_batch() -> None:
+        # at most one batch per worker in flight: verifications then run as batches finish
+        # (a killed sweep keeps them), instead of queueing behind every extraction
+        if batches:
+            batch = batches.pop(0)
+            futures[executor.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers)] = \
+                ("extract", len(batch))
 
     try:
-        for batch in _chunks(pending, max(1, opts.batch)):
-            cfgs = [c for c, _ in batch]
-            digs = [d for _, d in batch]
-            futures[executor.submit(extract_batch, cfgs, digs, headers)] = ("extract", len(batch))
+        for _ in range(max(1, opts.jobs)):
+            next_batch()
         while futures:
             done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
             for fut in done:
                 what, payload = futures.pop(fut)
                 if what == "extract":
+                    next_batch()
                     report.extracted += payload
                     for item in fut.result():
                         if isinstance(item, Result):
@@ -308,7 +322,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                             futures[executor.submit(verify_text, written.text, name)] = ("verify", h)
                     tick("verifying")
                 else:
-                    status, findings, secs, err = fut.result()
+                    status, findings, warnings, secs, err = fut.result()
                     report.verified += 1
                     group_ = waiting.pop(payload)
                     for i, (digest, written) in enumerate(group_):
@@ -318,7 +332,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                                        err[:400], spec=written.text, spec_hash=written.content_hash,
                                        kernels=list(cfg.kernels))
                         else:
-                            r = Result(digest, cfg.key, cfg.label, status, findings=findings, spec=written.text,
+                            r = Result(digest, cfg.key, cfg.label, status, findings=findings, warnings=warnings,
+                                       spec=written.text,
                                        spec_hash=written.content_hash, kernels=list(cfg.kernels),
                                        seconds=secs if i == 0 else 0.0)
                             if i == 0:
@@ -341,6 +356,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                headers: str) -> None:
     rows = {k.kind: KindRow(k.kind, k.kernels, k.configurations) for k in counts(configs)}
     findings: dict[tuple[str, str], FindingRow] = {}
+    warnings: dict[tuple[str, str], FindingRow] = {}
     reasons: dict[str, ReasonRow] = {}
     for c in configs:
         row = rows[c.kind]
@@ -365,17 +381,21 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                 row.passed += 1
             else:
                 row.with_findings += 1
-                for f in r.findings:
-                    fr = findings.setdefault((f["check"], c.label), FindingRow(f["check"], c.label, 0, 0, [],
-                                                                               _short(f["message"])))
+            for entries, into in ((r.findings, findings), (r.warnings, warnings)):
+                for check in sorted({f["check"] for f in entries}):
+                    first = next(f for f in entries if f["check"] == check)
+                    fr = into.setdefault((check, c.label), FindingRow(check, c.label, 0, 0, [],
+                                                                      _short(first["message"])))
                     fr.configurations += 1
                     fr.kernels += n
                     fr.specs.append(spec_file_name(c.kernels[0]))
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
+                                      "warnings": r.warnings,
                                       "kernels": list(c.kernels), "fields": c.fields})
     report.kinds = list(rows.values())
     report.findings = sorted(findings.values(), key=lambda f: (-f.kernels, f.check, f.family))
+    report.warnings = sorted(warnings.values(), key=lambda f: (-f.kernels, f.check, f.family))
     report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
 
 
@@ -384,16 +404,18 @@ def spec_file_name(kernel: str) -> str:
 
 
 def write_specs(report: SweepReport, results: dict[str, Result], out: Path) -> None:
-    """One spec file per configuration with findings, in ``out`` (created when missing)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise SweepError(f"-o {out}: cannot create the folder: {e.strerror or e}") from None
+    """One spec file per configuration with findings in ``out``, and per configuration with
+    warnings only in ``out/warnings`` (folders created when missing)."""
     for c in report.configurations:
         r = results.get(c["digest"])
-        if r is None or r.status != "fail" or not r.spec:
+        if r is None or not r.spec or (r.status != "fail" and not r.warnings):
             continue
-        path = out / spec_file_name(c["kernels"][0])
+        folder = out if r.status == "fail" else out / "warnings"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SweepError(f"-o {out}: cannot create the folder {folder}: {e.strerror or e}") from None
+        path = folder / spec_file_name(c["kernels"][0])
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(r.spec)
         tmp.replace(path)

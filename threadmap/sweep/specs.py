@@ -16,7 +16,7 @@ Before a spec is written, what it takes for granted is checked against the C++ o
   iterator's access *j* reads (it may be another map, a transpose: the copy pairs them by
   index), so one map partitions both sides;
 * the shared layout has an exact CuTe form (:mod:`threadmap.sweep.fit`);
-* the thread map's shape is the tile and each access is one ``cp.async`` of the map's vector.
+* the thread map's shape is the tile and its vector is a whole number of ``cp.async``.
 
 Each that fails is the configuration's reason for not being analysed.
 """
@@ -130,13 +130,13 @@ def check_thread_map(which: str, op: Operand) -> None:
                           "the global iterator's (the copy pairs their accesses by index)")
 
 
-def _check_access(which: str, op: Operand, epa: int) -> str:
-    """The cp.async operation of one access, by its CuTe name."""
-    if op.accesses_per_vector != 1 or op.access != epa:
-        raise NotAnalysed("several cp.async per thread-map vector",
-                          f"{which}: each thread-map vector of {epa} elements is copied as "
-                          f"{op.accesses_per_vector} cp.async of {op.access} (kAccessesPerVector > 1): a spec's "
-                          "thread map issues one access per vector")
+def _check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]]:
+    """The cp.async operation of one access, by its CuTe name, and the thread map as the spec
+    gives it (with ``accesses_per_vector`` when an access is narrower than the map's vector)."""
+    assert op.map is not None
+    if op.access * op.accesses_per_vector != epa:
+        raise NotAnalysed("accesses do not tile the thread-map vector",
+                          f"{which}: {op.accesses_per_vector} accesses of {op.access} elements per vector of {epa}")
     bits = op.access * op.bits
     if bits not in (32, 64, 128):
         raise NotAnalysed("no cp.async of this width", f"{which}: a cp.async of {bits} bits does not exist")
@@ -144,7 +144,10 @@ def _check_access(which: str, op: Operand, epa: int) -> str:
     if kind is None:
         raise NotAnalysed("no cp.async of this width",
                           f"{which}: cache operation {op.cache_op} has no cp.async spelling")
-    return f"SM80_CP_ASYNC_{kind}<uint{bits}_t>"
+    tm = dict(op.map)
+    if op.accesses_per_vector != 1:
+        tm["accesses_per_vector"] = op.accesses_per_vector
+    return f"SM80_CP_ASYNC_{kind}<uint{bits}_t>", tm
 
 
 def _size(tile: int, multiple: int, limit: int) -> dict[str, Any]:
@@ -168,7 +171,9 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
                           f"the A and B thread maps have {a.threads} and {b.threads} threads")
     check_thread_map("A", a)
     check_thread_map("B", b)
-    atoms = {w: _check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
+    access = {w: _check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
+    atoms = {w: v[0] for w, v in access.items()}
+    maps = {w: v[1] for w, v in access.items()}
     layouts: dict[str, str] = {}
     for w, op in (("A", a), ("B", b)):
         fitted = fit_layout(op.table)
@@ -209,11 +214,11 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
             "sB": {"memory": "shared", "layout": layouts["B"]},
         },
         "stages": [
-            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": ["bx", "bz"], "thread_map": a.map},
-                      "dst": {"tensor": "sA", "thread_map": a.map},
+            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": ["bx", "bz"], "thread_map": maps["A"]},
+                      "dst": {"tensor": "sA", "thread_map": maps["A"]},
                       "predicate": "vector", "atom": atoms["A"], "name": "cp.async A (IteratorA -> SmemIteratorA)"}},
-            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": ["bz", "by"], "thread_map": b.map},
-                      "dst": {"tensor": "sB", "thread_map": b.map},
+            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": ["bz", "by"], "thread_map": maps["B"]},
+                      "dst": {"tensor": "sB", "thread_map": maps["B"]},
                       "predicate": "vector", "atom": atoms["B"], "name": "cp.async B (IteratorB -> SmemIteratorB)"}},
             "barrier",
         ],

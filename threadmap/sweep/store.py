@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS results (
   reason_kind TEXT NOT NULL DEFAULT '',
   reason TEXT NOT NULL DEFAULT '',
   findings TEXT NOT NULL DEFAULT '[]',
+  warnings TEXT NOT NULL DEFAULT '[]',
   spec TEXT NOT NULL DEFAULT '',
   spec_hash TEXT NOT NULL DEFAULT '',
   kernels TEXT NOT NULL DEFAULT '[]',
@@ -56,6 +57,8 @@ class Result:
     reason_kind: str = ""      # a short class of the reason (what the summary groups by)
     reason: str = ""           # the reason in full
     findings: list[dict[str, Any]] = field(default_factory=list)
+    #: costs the checks report without failing (uncoalesced sectors, bank conflicts)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     spec: str = ""             # the spec text (analysed configurations)
     spec_hash: str = ""        # the spec's content without its names (equal specs verify once)
     kernels: list[str] = field(default_factory=list)
@@ -102,11 +105,11 @@ class Store:
         return None
 
     def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
-        rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, spec, spec_hash, "
-                                 f"kernels, seconds FROM results {where}", args)
+        rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, warnings, spec, "
+                                 f"spec_hash, kernels, seconds FROM results {where}", args)
         for r in rows:
-            yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7], r[8], json.loads(r[9]),
-                         float(r[10]))
+            yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]), r[8], r[9],
+                         json.loads(r[10]), float(r[11]))
 
     def put(self, result: Result) -> None:
         """Write one result in its own transaction (a later write of the same digest replaces it)."""
@@ -115,10 +118,11 @@ class Store:
         try:
             self.conn.execute(
                 "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
-                "spec, spec_hash, kernels, seconds, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "warnings, spec, spec_hash, kernels, seconds, written) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
-                 json.dumps(d["findings"]), d["spec"], d["spec_hash"], json.dumps(d["kernels"]), d["seconds"],
-                 time.time()))
+                 json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
+                 json.dumps(d["kernels"]), d["seconds"], time.time()))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
