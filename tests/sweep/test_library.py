@@ -53,7 +53,7 @@ def test_a_configuration_stands_for_kernels_that_differ_in_their_epilogue_only()
     the grouped kernel of the same tile is another kernel template, another configuration."""
     configs = group(generate(("80",), KERNELS))
     shared = [c for c in configs if len(c.kernels) > 1]
-    assert len(shared) == 1 and len(configs) == 5
+    assert len(shared) == 1 and len(configs) == 6
     f = json.loads(shared[0].key)
     assert f["family"] == "universal" and f["stages"] == 4 and f["align_a"] == f["align_b"] == 8
     assert sorted(shared[0].kernels) == ["cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_tn_align8",

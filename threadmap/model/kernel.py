@@ -825,10 +825,14 @@ def offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
     coord = tuple(Interval(lo, hi) for lo, hi in bounds)
     inner = layout.layout_b if isinstance(layout, L.ComposedLayout) else layout
     c: Any = coord if len(coord) > 1 else coord[0]
-    off = Interval.lift(inner(c))
+    # a composition of composed layouts (L o Sw o L2): the inner one's bounds first
+    off = offset_bounds(inner, bounds) if isinstance(inner, L.ComposedLayout) else Interval.lift(inner(c))
     if isinstance(layout, L.ComposedLayout):
         base = int(layout.offset)
         lo, hi = off.lo + base, off.hi + base
+        if isinstance(layout.layout_a, L.Layout) and lo >= 0:
+            # a plain outer layout maps the inner offsets' range as its own index range
+            return Interval.lift(layout.layout_a(Interval(lo, hi)))
         nbits = getattr(layout.layout_a, "nbits", 0)
         if lo < 0:
             return Interval(lo - (1 << nbits), hi + (1 << nbits))

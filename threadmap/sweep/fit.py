@@ -6,9 +6,15 @@ from the real C++ object, and this module looks for a spec layout with exactly t
 offsets, ``Sw<B,M,S> o L`` (the swizzle on offsets, as a spec's shared tensor reads it) with
 ``L`` a plain layout over the tile's modes.  A swizzle with ``S >= B`` is an involution, so
 ``L``'s offsets are the table swizzled once more, and ``L`` exists iff those offsets are a sum
-of one stride per bit of each coordinate (a mode of odd extent keeps one stride).  Every
-candidate found is evaluated by threadmap's own layout engine on every cell and kept only if
-each offset is the C++ one; none found is a reason, not a guess.
+of one stride per bit of each coordinate (a mode of odd extent keeps one stride).
+
+A multistage crosswise buffer puts a stage's rows ``kK x kStages`` elements apart, and its
+swizzle reads the row index, not the offset's bits (for 3 stages the row's bits are not bits
+of the offset at all).  Its form is ``(P,R):(1,Q) o Sw<B,M,S> o L``: the swizzled layout of
+rows of ``P`` elements, the rows then placed ``Q`` apart.
+
+Every candidate found is evaluated by threadmap's own layout engine on every cell and kept
+only if each offset is the C++ one; none found is a reason, not a guess.
 """
 
 from __future__ import annotations
@@ -99,6 +105,31 @@ def fit_layout(table: np.ndarray) -> Fit:
         return Fit(None, "the shared layout has negative offsets")
     if np.unique(t).size != t.size:
         return Fit(None, "the shared layout maps two cells of the tile to one offset")
+    text = _swizzled(t)
+    if text is not None:
+        return Fit(text)
+    # a multistage buffer whose rows are kStages tiles apart (a crosswise layout's pitch is
+    # kK x kStages): the swizzle acts inside one stage's rows of P elements, Q apart in memory
+    for p in (1 << k for k in range(3, int(t.max()).bit_length())):
+        above = t[t >= p]
+        if above.size == 0:
+            break
+        q = int(above.min()) // p * p
+        if q <= p or np.any(t % q >= p):
+            continue
+        inner = _swizzled(t % q + p * (t // q))
+        if inner is None:
+            continue
+        rows = int(t.max()) // q + 1
+        text = f"({p},{rows}):(1,{q}) o {inner}"
+        if _evaluates_to(text, t):
+            return Fit(text)
+    return Fit(None, "no plain layout under one swizzle of offsets (Sw<B,M,S> o L), nor one inside rows "
+                     "spread apart ((P,R):(1,Q) o Sw<B,M,S> o L), has these offsets")
+
+
+def _swizzled(t: np.ndarray) -> str | None:
+    """``Sw<B,M,S> o L`` (or ``L``) with exactly the offsets ``t``, if one exists."""
     top = int(t.max()).bit_length()
     for b, m, s in _candidates(top):
         g = t if b == 0 else _swizzle(t, b, m, s)
@@ -109,8 +140,8 @@ def fit_layout(table: np.ndarray) -> Fit:
         if b:
             text = f"Sw<{b},{m},{s}> o {text}"
         if _evaluates_to(text, t):
-            return Fit(text)
-    return Fit(None, "no plain layout under one swizzle of offsets (Sw<B,M,S> o L) has these offsets")
+            return text
+    return None
 
 
 def _evaluates_to(text: str, table: np.ndarray) -> bool:
