@@ -22,6 +22,10 @@ def table(text: str, rows: int, cols: int) -> np.ndarray:
     ("Sw<2,3,5> o ((2,64),32):((32,256),1)", 128, 32),     # what the 4-stage crosswise A table fits
     ("Sw<2,3,3> o ((2,64),32):((32,320),1)", 128, 32),     # 5 stages: a pitch of 320
     ("(96,16):(16,1)", 96, 16),                            # an extent with an odd factor
+    # the 64-bit crosswise A buffer of a 64x64x16 tile, 4 stages: two swizzles
+    ("Sw<1,3,6> o Sw<1,0,8> o ((2,4,2,4),(4,4)):((8,64,1,16),(2,256))", 64, 16),
+    # a 3-stage f16 crosswise A buffer: rows of 64 elements 192 apart, swizzled inside
+    ("(64,64):(1,192) o Sw<2,3,3> o (128,32):(32,1)", 128, 32),
 ])
 def test_a_table_of_a_spec_layout_is_fitted_exactly(text: str, rows: int, cols: int) -> None:
     t = table(text, rows, cols)

@@ -6,7 +6,10 @@ from the real C++ object, and this module looks for a spec layout with exactly t
 offsets, ``Sw<B,M,S> o L`` (the swizzle on offsets, as a spec's shared tensor reads it) with
 ``L`` a plain layout over the tile's modes.  A swizzle with ``S >= B`` is an involution, so
 ``L``'s offsets are the table swizzled once more, and ``L`` exists iff those offsets are a sum
-of one stride per bit of each coordinate (a mode of odd extent keeps one stride).
+of one stride per bit of each coordinate (a mode of odd extent keeps one stride).  Where no
+single swizzle does, the offsets of a power-of-two tile may still be an XOR of one value per
+coordinate bit: a plain layout under several commuting swizzles (``Sw o Sw o L``; the 64-bit
+crosswise layouts XOR an element bit and a chunk bit from different row bits).
 
 A multistage crosswise buffer puts a stage's rows ``kK x kStages`` elements apart, and its
 swizzle reads the row index, not the offset's bits (for 3 stages the row's bits are not bits
@@ -69,15 +72,17 @@ def _additive(g: np.ndarray) -> Layout | None:
     if int(g[0, 0]) != 0 or not np.array_equal(pred, g):
         return None
 
-    def one_mode(fac: list[int], std: list[int]) -> tuple[object, object]:
-        if not fac:
-            return 1, 0
-        if len(fac) == 1:
-            return fac[0], std[0]
-        return tuple(fac), tuple(std)
-
-    (s0, d0), (s1, d1) = one_mode(shapes[0], strides[0]), one_mode(shapes[1], strides[1])
+    (s0, d0), (s1, d1) = _mode(shapes[0], strides[0]), _mode(shapes[1], strides[1])
     return Layout((s0, s1), (d0, d1))
+
+
+def _mode(fac: list[int], std: list[int]) -> tuple[object, object]:
+    """One mode of a layout from its factors and strides (an extent of 1: ``1:0``)."""
+    if not fac:
+        return 1, 0
+    if len(fac) == 1:
+        return fac[0], std[0]
+    return tuple(fac), tuple(std)
 
 
 def _swizzle(x: np.ndarray, b: int, m: int, s: int) -> np.ndarray:
@@ -129,7 +134,8 @@ def fit_layout(table: np.ndarray) -> Fit:
 
 
 def _swizzled(t: np.ndarray) -> str | None:
-    """``Sw<B,M,S> o L`` (or ``L``) with exactly the offsets ``t``, if one exists."""
+    """``Sw<B,M,S> o L`` (or ``L``), else commuting swizzles ``Sw o Sw o ... o L``, with
+    exactly the offsets ``t``, if one exists."""
     top = int(t.max()).bit_length()
     for b, m, s in _candidates(top):
         g = t if b == 0 else _swizzle(t, b, m, s)
@@ -141,7 +147,53 @@ def _swizzled(t: np.ndarray) -> str | None:
             text = f"Sw<{b},{m},{s}> o {text}"
         if _evaluates_to(text, t):
             return text
-    return None
+    chain = _xor_chain(t)
+    return chain if chain is not None and _evaluates_to(chain, t) else None
+
+
+def _xor_chain(t: np.ndarray) -> str | None:
+    """Offsets that are an XOR of one value per index bit (a power-of-two tile): each bit's
+    highest offset bit is where a plain layout puts it, its lower bits are XORed in from that
+    bit.  When no bit is both XORed from and into, the XORs commute and are CuTe swizzles
+    (single-bit ones merged where they line up: ``Sw<B,M,S>`` moves B bits by S).  The 64-bit
+    crosswise layouts need two (an element bit and a chunk bit)."""
+    rows, cols = t.shape
+    if rows & (rows - 1) or cols & (cols - 1) or int(t[0, 0]) != 0:
+        return None
+    basis: list[tuple[int, int, int]] = []  # (mode, index bit, value)
+    for mode, n in ((0, rows), (1, cols)):
+        for i in range(n.bit_length() - 1):
+            basis.append((mode, i, int(t[1 << i, 0] if mode == 0 else t[0, 1 << i])))
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    pred = np.zeros_like(t)
+    for mode, i, v in basis:
+        bit = ((r if mode == 0 else c) >> i) & 1
+        pred ^= bit * v
+    if not np.array_equal(pred, t) or any(v <= 0 for _, _, v in basis):
+        return None
+    high = [v.bit_length() - 1 for _, _, v in basis]
+    if len(set(high)) != len(high):
+        return None
+    pairs = sorted({(h - lo, lo) for (_, _, v), h in zip(basis, high, strict=True)
+                    for lo in range(h) if v >> lo & 1})
+    sources = {lo + s for s, lo in pairs}
+    if not pairs or sources & {lo for _, lo in pairs}:
+        return None
+    swizzles: list[tuple[int, int, int]] = []  # (B, M, S), runs of one shift on consecutive bits
+    for s, lo in pairs:
+        if swizzles and swizzles[-1][2] == s and swizzles[-1][1] + swizzles[-1][0] == lo and swizzles[-1][0] < s:
+            b, m, _ = swizzles[-1]
+            swizzles[-1] = (b + 1, m, s)
+        else:
+            swizzles.append((1, lo, s))
+    shapes: tuple[list[int], list[int]] = ([], [])
+    strides: tuple[list[int], list[int]] = ([], [])
+    for (mode, _, _), h in zip(basis, high, strict=True):
+        shapes[mode].append(2)
+        strides[mode].append(1 << h)
+    (s0, d0), (s1, d1) = _mode(shapes[0], strides[0]), _mode(shapes[1], strides[1])
+    text = str(coalesce(Layout((s0, s1), (d0, d1)), (1, 1)))
+    return " o ".join([*(f"Sw<{b},{m},{s}>" for b, m, s in swizzles), text])
 
 
 def _evaluates_to(text: str, table: np.ndarray) -> bool:

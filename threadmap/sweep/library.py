@@ -120,7 +120,7 @@ _OTHER_ATTRS = ("conv_kind", "iterator_algorithm", "stride_support", "group_mode
 
 def other_fields(op: Any) -> dict[str, Any]:
     """A key for the other operation kinds (counted in this slice, not analysed): the tile
-    description, the operands' descriptions and the kind's own attributes."""
+    description, the A and B operands' descriptions and the kind's own attributes."""
     td = op.tile_description
     mi = td.math_instruction
     out: dict[str, Any] = {
@@ -129,7 +129,7 @@ def other_fields(op: Any) -> dict[str, Any]:
         "opcode": str(_enum_name(mi.opcode_class)), "math": str(_enum_name(mi.math_operation)),
         "accumulator": str(_enum_name(mi.element_accumulator)),
     }
-    for name in ("A", "B", "C"):
+    for name in ("A", "B"):  # C is the epilogue's
         t = getattr(op, name, None)
         if t is not None:
             out[name] = [str(_enum_name(t.element)), str(_enum_name(t.layout)), int(t.alignment),

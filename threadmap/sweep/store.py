@@ -20,7 +20,7 @@ from typing import Any, Literal
 from threadmap.sweep.library import SweepError
 
 #: bumped whenever what a row holds would change for the same configuration
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 
 Status = Literal["pass", "fail", "not_analysed"]
 
