@@ -3,7 +3,8 @@
 One module per command group: :mod:`~threadmap.cli.verify` (verify, prove),
 :mod:`~threadmap.cli.calculators` (layout, threadmap), :mod:`~threadmap.cli.simulate`
 (simulate, show), :mod:`~threadmap.cli.gpu` (gpu, diff), :mod:`~threadmap.cli.serve`
-(serve), :mod:`~threadmap.cli.reference` (spec-header, schema, examples); what they share is
+(serve), :mod:`~threadmap.cli.reference` (spec-header, schema, examples),
+:mod:`~threadmap.cli.sweep` (sweep); what they share is
 in :mod:`~threadmap.cli.common`.  The console script is :func:`entry`.
 
 Exit status: 0 everything passes; 1 findings; 2 invalid input (a spec, an option, a path:
@@ -25,6 +26,7 @@ from threadmap.cli.gpu import diff_cmd, gpu_cmd
 from threadmap.cli.reference import examples_cmd, schema_cmd, spec_header_cmd
 from threadmap.cli.serve import serve_cmd
 from threadmap.cli.simulate import show_cmd, simulate_cmd
+from threadmap.cli.sweep import sweep_cmd
 from threadmap.cli.verify import prove_cmd, verify_cmd
 from threadmap.errors import ThreadmapError
 
@@ -66,7 +68,7 @@ def main() -> None:
 
 # in the order of the old single module (``threadmap --help`` lists them sorted anyway)
 for _cmd in (layout_cmd, threadmap_cmd, verify_cmd, prove_cmd, gpu_cmd, diff_cmd, simulate_cmd, show_cmd,
-             serve_cmd, spec_header_cmd, schema_cmd, examples_cmd):
+             serve_cmd, spec_header_cmd, schema_cmd, examples_cmd, sweep_cmd):
     main.add_command(_cmd)
 
 

@@ -645,7 +645,16 @@ class _Builder:
             raise self.fail((*p, "threads"), f"thread map has {tm.threads} threads, but threads = {threads}")
         if len(tile) != 2:
             raise self.fail(p, "a CUTLASS pitch-linear thread map partitions a rank-2 tile")
-        return thread_map_partition(tm, tm_spec.contiguous_mode)
+        part = thread_map_partition(tm, tm_spec.contiguous_mode)
+        apv = tm_spec.accesses_per_vector
+        if apv != 1:
+            # CUTLASS's kAccessesPerVector: each vector is copied as apv narrower accesses, in
+            # order, so the values keep their order and only the instruction width changes
+            if tm.has_access_shape_axis or part.vec % apv:
+                raise self.fail((*p, "accesses_per_vector"), f"{apv} accesses do not split a vector of "
+                                                             f"{part.vec} elements evenly")
+            part = part.with_vec(part.vec // apv)
+        return part
 
     def vectors(self, i: int, cp: Any, parts: Mapping[str, LocalPartition],
                 tensors: dict[str, TensorModel]) -> dict[str, int]:
@@ -816,10 +825,14 @@ def offset_bounds(layout: Any, bounds: Sequence[tuple[int, int]]) -> Interval:
     coord = tuple(Interval(lo, hi) for lo, hi in bounds)
     inner = layout.layout_b if isinstance(layout, L.ComposedLayout) else layout
     c: Any = coord if len(coord) > 1 else coord[0]
-    off = Interval.lift(inner(c))
+    # a composition of composed layouts (L o Sw o L2): the inner one's bounds first
+    off = offset_bounds(inner, bounds) if isinstance(inner, L.ComposedLayout) else Interval.lift(inner(c))
     if isinstance(layout, L.ComposedLayout):
         base = int(layout.offset)
         lo, hi = off.lo + base, off.hi + base
+        if isinstance(layout.layout_a, L.Layout) and lo >= 0:
+            # a plain outer layout maps the inner offsets' range as its own index range
+            return Interval.lift(layout.layout_a(Interval(lo, hi)))
         nbits = getattr(layout.layout_a, "nbits", 0)
         if lo < 0:
             return Interval(lo - (1 << nbits), hi + (1 << nbits))

@@ -120,6 +120,11 @@ class ThreadMapSpec(_Model):
     warp_thread_arrangement: tuple[StrictInt, StrictInt] | None = None
     contiguous_mode: Literal[0, 1] = Field(
         1, description="which tensor mode is CUTLASS's contiguous dimension (1: row-major tile)")
+    accesses_per_vector: StrictInt = Field(
+        1, ge=1, le=1024,
+        description="instructions per vector of elements_per_access, in order (a CUTLASS predicated tile "
+                    "iterator's kAccessesPerVector: its AccessType is narrower than the map's vector when the "
+                    "operand's alignment is)")
 
 
 class MmaSpec(_Model):

@@ -1,0 +1,134 @@
+"""``threadmap sweep``: audit CUTLASS's generated kernel library (see :mod:`threadmap.sweep`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from threadmap.cli.common import UsageError, path_text, print_rich
+from threadmap.sweep.run import DEFAULT_BATCH, Options, SweepReport, sweep
+
+
+def draw(report: SweepReport, con: Any) -> None:
+    """The summary tables: kernels and configurations by kind, findings by check and
+    configuration family, reasons for the configurations not analysed."""
+    from rich.table import Table
+
+    t = Table(title=f"CUTLASS {report.cutlass} sm{'/sm'.join(report.architectures)} kernels "
+                    f"(--kernels {report.kernels_filter})", title_justify="left")
+    for col in ("kind", "kernels", "configurations", "in this slice", "analysed (kernels)", "pass",
+                "with findings", "not analysed"):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for k in report.kinds:
+        t.add_row(k.kind, str(k.kernels), str(k.configurations), str(k.in_slice),
+                  f"{k.analysed} ({k.kernels_analysed})", str(k.passed), str(k.with_findings), str(k.not_analysed))
+    con.print(t)
+    for rows, title in ((report.findings, "Findings (failing checks; one spec file per configuration with -o DIR)"),
+                        (report.warnings, "Costs the checks report without failing (spec files in DIR/warnings)")):
+        if not rows:
+            continue
+        f = Table(title=title, title_justify="left")
+        for col in ("check", "configuration family", "configurations", "kernels", "spec", "example"):
+            f.add_column(col, overflow="fold")
+        for r in rows:
+            more = f" (+{len(r.specs) - 1})" if len(r.specs) > 1 else ""
+            f.add_row(r.check, r.family, str(r.configurations), str(r.kernels), r.specs[0] + more, r.example)
+        con.print(f)
+    if report.reasons:
+        n = Table(title="Not analysed", title_justify="left")
+        for col in ("reason", "configurations", "kernels", "example"):
+            n.add_column(col, overflow="fold")
+        for why in report.reasons:
+            n.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
+        con.print(n)
+    if report.not_in_slice:
+        con.print("Not in this slice (counted only): " + ", ".join(
+            f"{k} {v}" for k, v in sorted(report.not_in_slice.items(), key=lambda kv: -kv[1])), markup=False)
+    analysed = sum(k.analysed for k in report.kinds)
+    con.print(f"{sum(k.configurations for k in report.kinds)} configurations stand for "
+              f"{sum(k.kernels for k in report.kinds)} kernels; {analysed} analysed "
+              f"({sum(k.kernels_analysed for k in report.kinds)} kernels), "
+              f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from {report.db}, "
+              f"{report.extracted} extracted, {report.verified} specs verified "
+              f"({report.shared_verifications} shared); {report.seconds:.1f} s", markup=False)
+
+
+@click.command("sweep")
+@click.option("--architectures", default="80", show_default=True,
+              help="the architectures whose kernels CUTLASS's generator makes (this slice: 80)")
+@click.option("--kernels", default="all", show_default=True,
+              help="the generator's kernel filter: comma-separated patterns, '*' between substrings")
+@click.option("--db", "db_path", default=None, type=click.Path(dir_okay=False),
+              help="the results database (SQLite; default: sweep.db in the compile cache); a rerun does only "
+                   "the configurations it does not hold")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="a folder for one reproducible spec per configuration with findings, and sweep.json")
+@click.option("--jobs", type=click.IntRange(min=1, max=256), default=None,
+              help="worker processes (default: the CPUs)")
+@click.option("--batch", type=click.IntRange(min=1, max=1000), default=DEFAULT_BATCH, show_default=True,
+              help="configurations per compiled translation unit")
+@click.option("--cuda-version", default=None, help="the CUDA version the generator is told (default 12.8)")
+@click.option("--count", "count_only", is_flag=True,
+              help="only generate and group the kernels (and report what the database holds)")
+def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
+              jobs: int | None, batch: int, cuda_version: str | None, count_only: bool) -> None:
+    """Audit CUTLASS's kernel library: run its generator, group the kernels by the
+    configuration that decides their data movement, extract each 2.x GEMM configuration's
+    global to shared copies from the real templates (host-side), and verify them.
+
+    \b
+    Examples:
+      threadmap sweep --count
+      threadmap sweep --kernels 'cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_*_align8' -o findings/
+      threadmap sweep --format json --db /tmp/sweep.db
+
+    Exit status: 0 no findings, 1 findings (spec files with -o), 2 usage (an unknown
+    architecture, a filter that matches no kernel), 3 internal error.
+    """
+    from threadmap.sweep.library import DEFAULT_CUDA_VERSION
+
+    archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"-o {path_text(str(out))}: is not a folder")
+    opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path else None,
+                   jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
+                   out=out, count_only=count_only)
+    report = run_with_progress(opts)
+    text = json.dumps(report.as_json(), indent=1) + "\n"
+    if out is not None:
+        (out / "sweep.json").write_text(text)
+    if fmt == "json":
+        click.echo(text, nl=False)
+    else:
+        print_rich(lambda con: draw(report, con), lambda s: None, False)
+    sys.exit(report.exit_status)
+
+
+def run_with_progress(opts: Options) -> SweepReport:
+    """The sweep with a progress bar (counts and ETA) on a terminal's stderr."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    err = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("ETA"), TimeRemainingColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as prog:
+        task = prog.add_task("generating", total=None)
+
+        def tick(what: str, done: int, total: int) -> None:
+            prog.update(task, description=f"{what} configurations", completed=done, total=total)
+        return sweep(opts, progress=tick)

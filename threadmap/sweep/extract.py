@@ -1,0 +1,360 @@
+"""What a 2.x GEMM configuration's mainloop really does, read from the real templates.
+
+One C++ translation unit per batch of configurations: each configuration's kernel is declared
+with the generator's own emitter (``EmitGemmUniversalInstance``, ``EmitGemmGroupedInstance``:
+the text the library compiles), and the program prints, per operand of the kernel's mainloop
+(``GemmKernel::Mma``, a ``MmaMultistage`` on SM80), what the global to shared copy is made of:
+
+* the global iterator's element, layout, tile shape, access width, accesses per thread-map
+  vector and cp.async cache operation (``IteratorA::AccessType``, ``kCacheOpA``);
+* its thread map as ``threadmap_spec.h`` writes it (``side(...).thread_map<ThreadMap>()``),
+  and, for the global and the shared iterator's thread maps, every thread's
+  ``initial_offset``, ``Iterations`` and ``Delta`` (the shared iterator may use another map);
+* the shared layout's type and its offset at every cell of one stage's tile, from the layout
+  object the mainloop builds (``Operator::LayoutA::packed(SharedStorage::ShapeA)``, what
+  ``SharedStorage::LayoutA()`` returns).
+
+The kernel headers need CUDA's builtins, so the program is compiled as CUDA for sm_80
+(``toolchain.build_host``: the compile cache and header discovery of ``threadmap gpu``) and run
+on the host; nothing of it runs on a GPU.  Each configuration's printed fields are kept in the
+compile cache too (``sweep_KEY.json.gz``), so a configuration is compiled once whichever batch
+it falls in (a resumed sweep batches the remaining configurations otherwise).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from threadmap.gpu import toolchain
+from threadmap.sweep.library import Configuration
+
+#: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
+_LINE = re.compile(r"^(c\d+)\t([A-Za-z_.]+)\t(.*)$")
+
+PRELUDE = """\
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <threadmap_spec.h>
+#include <cutlass/gemm/kernel/default_gemm_universal.h>
+#include <cutlass/gemm/kernel/default_gemm_grouped.h>
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+
+namespace tm_sweep {
+
+template <class T> void name_of(const char* id, const char* key) {
+  const char* n = threadmap::detail::element_name<std::remove_cv_t<T>>::value;
+  std::printf("%s\\t%s\\t%s\\n", id, key, n ? n : ("?" + threadmap::detail::type_name<T>()).c_str());
+}
+
+template <class TM> void map_spec(const char* id, const char* key, int mode) {
+  if constexpr (threadmap::detail::thread_map_info<TM>::known) {
+    std::printf("%s\\t%s\\t", id, key);
+    threadmap::side("x").thread_map<TM>(mode).print();
+    std::printf("\\n");
+  } else {
+    std::printf("%s\\t%s\\t?%s\\n", id, key, threadmap::detail::type_name<TM>().c_str());
+  }
+}
+
+// every thread's first access and the iteration grid: the whole access sequence of a map
+template <class TM> void map_offsets(const char* id, const char* key) {
+  std::printf("%s\\t%s.iterations\\t%d %d\\n", id, key, int(TM::Iterations::kContiguous),
+              int(TM::Iterations::kStrided));
+  std::printf("%s\\t%s.delta\\t%d %d\\n", id, key, int(TM::Delta::kContiguous), int(TM::Delta::kStrided));
+  std::printf("%s\\t%s.epa\\t%d\\n", id, key, int(TM::kElementsPerAccess));
+  std::printf("%s\\t%s.initial\\t", id, key);
+  for (int t = 0; t < TM::kThreads; ++t) {
+    auto o = TM::initial_offset(t);
+    std::printf("%d %d ", int(o.contiguous()), int(o.strided()));
+  }
+  std::printf("\\n");
+}
+
+template <class Layout> int contiguous_mode() {
+  if constexpr (std::is_same_v<Layout, cutlass::layout::RowMajor>) return 1;
+  else if constexpr (std::is_same_v<Layout, cutlass::layout::ColumnMajor>) return 0;
+  else return -1;
+}
+
+template <class M, class = void> struct multistage : std::false_type {};
+template <class M>
+struct multistage<M, std::void_t<decltype(M::kCacheOpA), typename M::SmemIteratorA, typename M::IteratorA>>
+    : std::true_type {};
+
+// one operand: It the global iterator, SIt the shared one, layout the shared layout object
+template <class It, class SIt, class SmemLayout>
+void operand(const char* id, char which, int cache_op, SmemLayout const& layout, int rows, int cols) {
+  using TM = typename It::ThreadMap;
+  using STM = typename SIt::ThreadMap;
+  char key[64];
+  auto k = [&](const char* f) { std::snprintf(key, sizeof key, "%c.%s", which, f); return key; };
+  name_of<typename It::Element>(id, k("element"));
+  std::printf("%s\\t%s\\t%d\\n", id, k("bits"), int(cutlass::sizeof_bits<typename It::Element>::value));
+  std::printf("%s\\t%s\\t%s\\n", id, k("layout"), threadmap::detail::type_name<typename It::Layout>().c_str());
+  std::printf("%s\\t%s\\t%d %d\\n", id, k("tile"), rows, cols);
+  std::printf("%s\\t%s\\t%d\\n", id, k("access"), int(It::AccessType::kElements));
+  std::printf("%s\\t%s\\t%d\\n", id, k("accesses_per_vector"), int(It::kAccessesPerVector));
+  std::printf("%s\\t%s\\t%d\\n", id, k("cache_op"), cache_op);
+  std::printf("%s\\t%s\\t%d\\n", id, k("threads"), int(TM::kThreads));
+  map_spec<TM>(id, k("map"), contiguous_mode<typename It::Layout>());
+  map_offsets<TM>(id, k("gmap"));
+  map_offsets<STM>(id, k("smap"));
+  std::printf("%s\\t%s\\t%s\\n", id, k("smem_layout"), threadmap::detail::type_name<typename SIt::Layout>().c_str());
+  std::printf("%s\\t%s\\t", id, k("table"));
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) std::printf("%lld ", (long long)layout(cutlass::MatrixCoord(r, c)));
+  std::printf("\\n");
+}
+
+template <class Kernel> void mainloop(const char* id) {
+  using Mma = typename Kernel::Mma;
+  if constexpr (multistage<Mma>::value) {
+    using SS = typename Mma::SharedStorage;
+    using Shape = typename Mma::Shape;
+    std::printf("%s\\tmainloop\\tmultistage\\n", id);
+    std::printf("%s\\tshape\\t%d %d %d\\n", id, int(Shape::kM), int(Shape::kN), int(Shape::kK));
+    std::printf("%s\\tstages\\t%d\\n", id, int(Mma::kStages));
+    // SharedStorage::LayoutA() is device code; this is its body
+    auto la = Mma::Operator::LayoutA::packed({SS::ShapeA::kRow, SS::ShapeA::kColumn});
+    auto lb = Mma::Operator::LayoutB::packed({SS::ShapeB::kRow, SS::ShapeB::kColumn});
+    operand<typename Mma::IteratorA, typename Mma::SmemIteratorA>(id, 'A', int(Mma::kCacheOpA), la,
+                                                                   Shape::kM, Shape::kK);
+    operand<typename Mma::IteratorB, typename Mma::SmemIteratorB>(id, 'B', int(Mma::kCacheOpB), lb,
+                                                                   Shape::kK, Shape::kN);
+  } else {
+    std::printf("%s\\tmainloop\\t?%s\\n", id, threadmap::detail::type_name<Mma>().c_str());
+  }
+}
+
+}  // namespace tm_sweep
+"""
+
+
+def _emitted(cfg: Configuration, cid: str) -> str:
+    """The kernel declaration the library compiles for the configuration's first kernel,
+    under the name ``cid`` (the generator's emitter, unchanged otherwise)."""
+    from cutlass_library import gemm_operation as go
+
+    op = cfg.operation
+    emitter = go.EmitGemmGroupedInstance() if cfg.family == "grouped" else go.EmitGemmUniversalInstance()
+    text = emitter.emit(op)
+    return text.replace(op.procedural_name(), f"{cid}_kernel")
+
+
+def program(configs: Sequence[Configuration]) -> str:
+    """The batch's translation unit: each configuration's kernel, and a main printing them."""
+    parts = [PRELUDE]
+    calls = []
+    for i, cfg in enumerate(configs):
+        cid = f"c{i}"
+        parts.append(_emitted(cfg, cid))
+        calls.append(f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");')
+    parts.append("int main() {\n" + "\n".join(calls) + "\n  return 0;\n}\n")
+    return "\n".join(parts)
+
+
+@dataclass
+class MapOffsets:
+    """A C++ thread map's access sequence: every thread's first access (contiguous,
+    strided), the iteration counts and steps, the elements per access."""
+
+    initial: np.ndarray       # (threads, 2)
+    iterations: tuple[int, int]
+    delta: tuple[int, int]
+    epa: int
+
+    def starts(self) -> np.ndarray:
+        """Every access's first element, (threads, accesses, 2), iterator order (contiguous
+        fastest): what ``PitchLinearThreadMap.access_offsets`` computes in Python."""
+        ic, is_ = self.iterations
+        c = np.arange(ic) * self.delta[0]
+        s = np.arange(is_) * self.delta[1]
+        cc = self.initial[:, 0][:, None, None] + c[None, None, :]
+        ss = self.initial[:, 1][:, None, None] + s[None, :, None]
+        cc, ss = np.broadcast_arrays(cc, ss)
+        return np.stack([cc, ss], axis=-1).reshape(self.initial.shape[0], -1, 2)
+
+
+@dataclass
+class Operand:
+    """One operand's global to shared copy as the C++ objects describe it."""
+
+    element: str           # spec element name, or "?<C++ type>"
+    bits: int
+    layout: str            # the global iterator's layout type
+    tile: tuple[int, int]  # (rows, columns) of one stage
+    access: int            # elements per cp.async
+    accesses_per_vector: int
+    cache_op: int          # CacheOperation::Kind: 0 Always, 1 Global
+    threads: int
+    map: dict[str, Any] | None   # threadmap_spec.h's thread_map entry; None: no spelling
+    map_type: str                # the C++ type when there is no spelling
+    gmap: MapOffsets
+    smap: MapOffsets
+    smem_layout: str
+    table: np.ndarray            # (rows, columns) element offsets of the shared layout
+
+
+@dataclass
+class Extracted:
+    """A configuration's mainloop, or why it could not be read."""
+
+    mainloop: str = ""
+    shape: tuple[int, int, int] = (0, 0, 0)
+    stages: int = 0
+    operands: dict[str, Operand] = field(default_factory=dict)
+    error: str = ""
+    error_kind: str = ""      # the class of the error (what a summary counts)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split()]
+
+
+def _map_offsets(fields: dict[str, str], key: str) -> MapOffsets:
+    init = np.asarray(_ints(fields[f"{key}.initial"]), dtype=np.int64).reshape(-1, 2)
+    it = _ints(fields[f"{key}.iterations"])
+    d = _ints(fields[f"{key}.delta"])
+    return MapOffsets(init, (it[0], it[1]), (d[0], d[1]), int(fields[f"{key}.epa"]))
+
+
+def _operand(fields: dict[str, str], w: str) -> Operand:
+    import yaml
+
+    f = {k[2:]: v for k, v in fields.items() if k.startswith(f"{w}.")}
+    rows, cols = _ints(f["tile"])
+    m = f["map"]
+    tm: dict[str, Any] | None = None
+    if not m.startswith("?"):
+        tm = dict(yaml.safe_load(m)["thread_map"])
+    table = np.asarray(_ints(f["table"]), dtype=np.int64).reshape(rows, cols)
+    return Operand(f["element"], int(f["bits"]), f["layout"], (rows, cols), int(f["access"]),
+                   int(f["accesses_per_vector"]), int(f["cache_op"]), int(f["threads"]), tm,
+                   m[1:] if tm is None else "", _map_offsets(f, "gmap"), _map_offsets(f, "smap"),
+                   f["smem_layout"], table)
+
+
+def split_output(output: str, n: int) -> list[dict[str, str]]:
+    """The program's ``ID<TAB>FIELD<TAB>VALUE`` lines as fields per configuration (in order)."""
+    by: dict[str, dict[str, str]] = {f"c{i}": {} for i in range(n)}
+    for line in output.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1) in by:
+            by[m.group(1)][m.group(2)] = m.group(3).strip()
+    return [by[f"c{i}"] for i in range(n)]
+
+
+def parse_fields(f: dict[str, str]) -> Extracted:
+    """One configuration's printed fields as an :class:`Extracted`."""
+    if "mainloop" not in f:
+        return Extracted(error="the extraction program printed nothing for this configuration",
+                         error_kind="extraction output incomplete")
+    if f["mainloop"] != "multistage":
+        return Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
+                         error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
+    try:
+        return Extracted("multistage", tuple(_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
+                         {w: _operand(f, w) for w in ("A", "B")})
+    except (KeyError, ValueError, IndexError) as e:
+        return Extracted(error=f"the extraction program's output is incomplete ({type(e).__name__}: {e})",
+                         error_kind="extraction output incomplete")
+
+
+def _compile_error(e: Exception) -> str:
+    """The first compiler error of a failed build, on one line."""
+    text = str(e)
+    for line in text.splitlines():
+        if "error" in line:
+            return re.sub(r"\s+", " ", line.split("error", 1)[1]).strip(" :")[:300]
+    return re.sub(r"\s+", " ", text)[-300:]
+
+
+@functools.cache
+def _context() -> str:
+    """What every configuration's output depends on besides its kernel: the CUTLASS headers'
+    version and threadmap's headers."""
+    inc = toolchain.cutlass_include()
+    version = toolchain.cutlass_version(inc) if inc is not None else "?"
+    return version + "\0" + "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
+
+
+def output_key(cfg: Configuration) -> str:
+    """The cache key of one configuration's printed fields: its kernel text, the program
+    around it and :func:`_context`, whichever batch printed it."""
+    text = "\0".join([PRELUDE, _emitted(cfg, "c"), _context()])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _cached_fields(key: str) -> dict[str, str] | None:
+    try:
+        return dict(json.loads(gzip.decompress((toolchain.cache_dir() / f"sweep_{key}.json.gz").read_bytes())))
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def _keep_fields(key: str, fields: dict[str, str]) -> None:
+    # compressed: a tile's offset table is most of it (16K numbers for a 256x64 tile)
+    path = toolchain.cache_dir() / f"sweep_{key}.json.gz"
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(gzip.compress(json.dumps(fields).encode(), 6))
+    tmp.replace(path)  # whole or absent: a reader never sees half a file
+
+
+def extract(configs: Sequence[Configuration]) -> list[Extracted]:
+    """Each configuration's mainloop as its C++ objects print it.  A configuration printed
+    before (by any batch: a resumed sweep batches otherwise) is read from the compile cache;
+    the others are compiled and run as one program."""
+    keys = [output_key(c) for c in configs]
+    out: list[Extracted | None] = [None] * len(configs)
+    todo: list[int] = []
+    for i, k in enumerate(keys):
+        f = _cached_fields(k)
+        if f is None:
+            todo.append(i)
+        else:
+            out[i] = parse_fields(f)
+    for i, got in zip(todo, _compile_and_run([configs[i] for i in todo]), strict=True):
+        if isinstance(got, Extracted):  # it does not compile, or the program failed
+            out[i] = got
+        else:
+            _keep_fields(keys[i], got)
+            out[i] = parse_fields(got)
+    return [e if e is not None else Extracted(error="not extracted", error_kind="extraction output incomplete")
+            for e in out]
+
+
+def _compile_and_run(configs: Sequence[Configuration]) -> list[dict[str, str] | Extracted]:
+    """One program for the configurations: the fields each printed, or why it has none.  A
+    program that does not compile is split until the configurations that fail are alone
+    (each then records the compiler's error)."""
+    if not configs:
+        return []
+    source = program(configs)
+
+    def build() -> Any:
+        return toolchain.build_host(source, opt="-O1", archs=("sm_80",))
+
+    try:
+        build()
+    except toolchain.ToolchainError as e:
+        if len(configs) == 1:
+            return [Extracted(error=_compile_error(e), error_kind="does not compile")]
+        half = len(configs) // 2
+        return _compile_and_run(configs[:half]) + _compile_and_run(configs[half:])
+    proc = toolchain.run_cached(build, [])
+    if proc.returncode != 0:
+        why = f"the extraction program exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+        return [Extracted(error=why, error_kind="extraction program failed") for _ in configs]
+    return list(split_output(proc.stdout, len(configs)))

@@ -1,0 +1,424 @@
+"""The sweep: generate, group, extract, verify, store, summarise.
+
+Work is spread over a local process pool: extraction in batches (one translation unit each,
+compiled in parallel), then one verification per distinct spec (configurations whose specs
+have equal content share one verification).  Every configuration's result is written to the
+store as soon as it is known, so a killed sweep resumes where it stopped and a finished one
+is summarised from the store without doing anything again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from threadmap.sweep.library import (
+    DEFAULT_CUDA_VERSION,
+    DEFAULT_MMA_FAMILIES,
+    Configuration,
+    SweepError,
+    counts,
+    generate,
+    group,
+)
+from threadmap.sweep.store import Result, Store
+
+#: configurations per translation unit: the headers cost ~10 CPU-s per unit, each
+#: configuration ~0.15 CPU-s more
+DEFAULT_BATCH = 48
+#: element types of the generator that have a spec name (the others: sub-byte, complex)
+SPEC_ELEMENTS = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f32": "f32", "f64": "f64", "s8": "i8", "u8": "u8",
+                 "s16": "i16", "u16": "u16", "s32": "i32", "u32": "u32", "s64": "i64", "u64": "u64",
+                 "e4m3": "e4m3", "e5m2": "e5m2"}
+
+#: progress(what, done, total): what is "extracting" or "verifying"
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Options:
+    architectures: tuple[str, ...] = ("80",)
+    kernels: str = "all"
+    db: Path | None = None
+    jobs: int = 1
+    batch: int = DEFAULT_BATCH
+    cuda_version: str = DEFAULT_CUDA_VERSION
+    out: Path | None = None
+    #: only generate and group (and read what the store holds): extract and verify nothing
+    count_only: bool = False
+
+
+@dataclass
+class KindRow:
+    """One operation kind: its kernels and configurations, and what became of them."""
+
+    kind: str
+    kernels: int
+    configurations: int
+    in_slice: int = 0          # configurations this slice analyses (2.x GEMM, DefaultMma families)
+    analysed: int = 0
+    passed: int = 0
+    with_findings: int = 0
+    not_analysed: int = 0
+    kernels_analysed: int = 0
+
+
+@dataclass
+class FindingRow:
+    """Configurations of one family with one kind of finding (a failing check)."""
+
+    check: str
+    family: str
+    configurations: int
+    kernels: int
+    specs: list[str]           # one spec file per configuration (written with -o)
+    example: str
+
+
+@dataclass
+class ReasonRow:
+    """Configurations not analysed, by class of reason."""
+
+    reason: str
+    configurations: int
+    kernels: int
+    example: str
+
+
+@dataclass
+class SweepReport:
+    architectures: list[str]
+    kernels_filter: str
+    cutlass: str
+    db: str
+    kinds: list[KindRow]
+    findings: list[FindingRow]
+    warnings: list[FindingRow]           # costs reported without failing, by check and family
+    reasons: list[ReasonRow]
+    not_in_slice: dict[str, int]         # "kind family" -> configurations
+    configurations: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0                      # configurations read back from the store
+    extracted: int = 0                   # configurations extracted in this run
+    verified: int = 0                    # specs verified in this run
+    shared_verifications: int = 0        # configurations whose equal spec was verified already
+    seconds: float = 0.0
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.findings else 0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def in_slice(cfg: Configuration) -> bool:
+    return cfg.kind == "gemm" and cfg.family in DEFAULT_MMA_FAMILIES
+
+
+def prefilter(cfg: Configuration, digest: str) -> Result | None:
+    """A configuration the generator already says cannot have a spec (no compile needed)."""
+    f = cfg.fields
+    for w in ("a", "b"):
+        el = f[f"element_{w}"]
+        if el not in SPEC_ELEMENTS:
+            return _not_analysed(cfg, digest, "element type without a spec name",
+                                 f"{w.upper()}: {el} (complex and sub-byte types have no spec element)")
+        if f[f"layout_{w}"] not in ("n", "t"):
+            return _not_analysed(cfg, digest, "global layout neither row- nor column-major",
+                                 f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")
+    return None
+
+
+def _not_analysed(cfg: Configuration, digest: str, kind: str, detail: str) -> Result:
+    return Result(digest, cfg.key, cfg.label, "not_analysed", kind, detail, kernels=list(cfg.kernels))
+
+
+# --- work done in the pool's processes ---------------------------------------------------------
+def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], headers: str) -> list[Any]:
+    """Extract one batch; per configuration a not-analysed Result or (digest, Written)."""
+    from threadmap.sweep.extract import extract
+    from threadmap.sweep.specs import NotAnalysed, spec_text
+
+    out: list[Any] = []
+    for cfg, digest, ex in zip(configs, digests, extract(configs), strict=True):
+        try:
+            out.append((digest, spec_text(cfg, ex, headers)))
+        except NotAnalysed as e:
+            out.append(_not_analysed(cfg, digest, e.kind, e.detail))
+    return out
+
+
+def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], float, str]:
+    """Verify one spec (default checks): its status, findings (one per failing check and
+    stage, with the first sizes that show it), warnings (costs reported without failing, at
+    the whole-tile sizes), CPU seconds, and an error if threadmap refused the spec."""
+    import threadmap.api as api
+    from threadmap.spec.load import loads_spec
+
+    t0 = time.process_time()
+    try:
+        report = api.verify(loads_spec(text, "yaml", name))
+    except Exception as e:  # noqa: BLE001 - a refused spec is the configuration's result, not the sweep's end
+        return "not_analysed", [], [], time.process_time() - t0, f"{type(e).__name__}: {e}"
+    if report.errors:
+        return "not_analysed", [], [], time.process_time() - t0, report.errors[0].message
+    found: dict[tuple[str, Any], dict[str, Any]] = {}
+    warned: dict[tuple[str, Any], dict[str, Any]] = {}
+    # costs are the kernel's own at whole tiles (every size its largest sample, a multiple of
+    # the tile): a ragged leading dimension adds unaligned rows of its own at the other samples
+    whole = {k: max(run.sizes[k] for run in report.runs) for k in (report.runs[0].sizes if report.runs else {})}
+    for run in report.runs:
+        for r in run.results:
+            entry = {"check": r.check, "stage": r.stage, "side": r.side, "sizes": run.sizes}
+            if r.status == "fail" and (r.check, r.stage) not in found:
+                msg = r.findings[0].message if r.findings else str(r.summary)
+                found[(r.check, r.stage)] = {**entry, "message": msg[:400]}
+            warn = [f for f in r.findings if f.severity == "warning"]
+            if r.status != "fail" and warn and run.sizes == whole and (r.check, r.stage) not in warned:
+                warned[(r.check, r.stage)] = {**entry, "kind": warn[0].kind, "message": warn[0].message[:400]}
+    status = "fail" if found else "pass"
+    return status, list(found.values()), list(warned.values()), time.process_time() - t0, ""
+
+
+class _Inline(Executor):
+    """One process: the work runs at submit (tests, --jobs 1)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - delivered through the future, as a pool does
+            fut.set_exception(e)
+        return fut
+
+
+def _chunks(items: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def default_db() -> Path:
+    from threadmap.gpu.toolchain import cache_dir
+
+    return cache_dir() / "sweep.db"
+
+
+def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
+    """Run the sweep (see the module docstring); the report of every configuration the
+    filter selects, from this run and from the store."""
+    from threadmap.gpu import toolchain
+
+    start = time.time()
+    ops = generate(opts.architectures, opts.kernels, opts.cuda_version)
+    if not ops:
+        raise SweepError(f"--kernels {opts.kernels!r} matches no kernel of sm{'/sm'.join(opts.architectures)}")
+    configs = group(ops)
+    todo_cfgs = [c for c in configs if in_slice(c)]
+    inc = toolchain.cutlass_include()
+    headers = toolchain.cutlass_version(inc) if inc is not None else "?"
+    db = opts.db if opts.db is not None else default_db()
+    report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], [], {})
+    with Store(db) as store:
+        done = store.done()
+        results: dict[str, Result] = {}
+        pending: list[tuple[Configuration, str]] = []
+        for c in todo_cfgs:
+            d = c.digest(headers)
+            if d in done:
+                results[d] = done[d]
+                report.reused += 1
+                continue
+            pre = prefilter(c, d)
+            if pre is not None and not opts.count_only:
+                store.put(pre)
+                results[d] = pre
+                continue
+            pending.append((c, d))
+        if opts.count_only:
+            pending = []
+        if pending:
+            toolchain.require()  # nvcc and the headers, or a clear error before any work
+        _run_pending(opts, pending, headers, store, results, report, progress)
+    # the kernels of this run (a stored row may come from a run with another filter)
+    for c in todo_cfgs:
+        r = results.get(c.digest(headers))
+        if r is not None:
+            r.kernels = list(c.kernels)
+    _summarise(report, configs, results, headers)
+    if opts.out is not None:
+        write_specs(report, results, opts.out)
+    report.seconds = time.time() - start
+    return report
+
+
+def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], headers: str, store: Store,
+                 results: dict[str, Result], report: SweepReport, progress: Progress | None) -> None:
+    """Extract and verify the configurations not in the store, writing each result at once."""
+    total = len(pending)
+    finished = 0
+
+    def tick(what: str) -> None:
+        if progress is not None:
+            progress(what, finished, total)
+
+    tick("extracting")
+    if not pending:
+        return
+    by_digest = {d: c for c, d in pending}
+    executor: Executor = _Inline() if opts.jobs <= 1 else ProcessPoolExecutor(max_workers=opts.jobs)
+    verified_by_hash: dict[str, Result] = {}
+    waiting: dict[str, list[tuple[str, Any]]] = {}   # spec hash -> configurations that wait for it
+    futures: dict[Future[Any], tuple[str, Any]] = {}
+
+    def record(r: Result) -> None:
+        nonlocal finished
+        store.put(r)
+        results[r.digest] = r
+        finished += 1
+
+    def from_verified(digest: str, written: Any, src: Result) -> Result:
+        cfg = by_digest[digest]
+        return Result(digest, cfg.key, cfg.label, src.status, src.reason_kind, src.reason, src.findings, src.warnings,
+                      written.text, written.content_hash, list(cfg.kernels), 0.0)
+
+    batches = list(_chunks(pending, max(1, opts.batch)))
+
+    def next_batch() -> None:
+        # at most one batch per worker in flight: verifications then run as batches finish
+        # (a killed sweep keeps them), instead of queueing behind every extraction
+        if batches:
+            batch = batches.pop(0)
+            futures[executor.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers)] = \
+                ("extract", len(batch))
+
+    try:
+        for _ in range(max(1, opts.jobs)):
+            next_batch()
+        while futures:
+            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+            for fut in done:
+                what, payload = futures.pop(fut)
+                if what == "extract":
+                    next_batch()
+                    report.extracted += payload
+                    for item in fut.result():
+                        if isinstance(item, Result):
+                            record(item)
+                            continue
+                        digest, written = item
+                        h = written.content_hash
+                        src = verified_by_hash.get(h) or store.by_spec(h)
+                        if src is not None:
+                            report.shared_verifications += 1
+                            record(from_verified(digest, written, src))
+                        elif h in waiting:
+                            waiting[h].append((digest, written))
+                        else:
+                            waiting[h] = [(digest, written)]
+                            name = by_digest[digest].kernels[0]
+                            futures[executor.submit(verify_text, written.text, name)] = ("verify", h)
+                    tick("verifying")
+                else:
+                    status, findings, warnings, secs, err = fut.result()
+                    report.verified += 1
+                    group_ = waiting.pop(payload)
+                    for i, (digest, written) in enumerate(group_):
+                        cfg = by_digest[digest]
+                        if err:
+                            r = Result(digest, cfg.key, cfg.label, "not_analysed", "spec refused by threadmap",
+                                       err[:400], spec=written.text, spec_hash=written.content_hash,
+                                       kernels=list(cfg.kernels))
+                        else:
+                            r = Result(digest, cfg.key, cfg.label, status, findings=findings, warnings=warnings,
+                                       spec=written.text,
+                                       spec_hash=written.content_hash, kernels=list(cfg.kernels),
+                                       seconds=secs if i == 0 else 0.0)
+                            if i == 0:
+                                verified_by_hash[payload] = r
+                            else:
+                                report.shared_verifications += 1
+                        record(r)
+                    tick("verifying")
+    finally:
+        for f in futures:
+            f.cancel()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _short(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()[:240]
+
+
+def _summarise(report: SweepReport, configs: Sequence[Configuration], results: dict[str, Result],
+               headers: str) -> None:
+    rows = {k.kind: KindRow(k.kind, k.kernels, k.configurations) for k in counts(configs)}
+    findings: dict[tuple[str, str], FindingRow] = {}
+    warnings: dict[tuple[str, str], FindingRow] = {}
+    reasons: dict[str, ReasonRow] = {}
+    for c in configs:
+        row = rows[c.kind]
+        if not in_slice(c):
+            key = f"{c.kind} {c.family}" if c.kind == "gemm" else c.kind
+            report.not_in_slice[key] = report.not_in_slice.get(key, 0) + 1
+            continue
+        row.in_slice += 1
+        r = results.get(c.digest(headers))
+        if r is None:  # interrupted before this configuration finished
+            continue
+        n = len(c.kernels)
+        if r.status == "not_analysed":
+            row.not_analysed += 1
+            rr = reasons.setdefault(r.reason_kind, ReasonRow(r.reason_kind, 0, 0, _short(r.reason)))
+            rr.configurations += 1
+            rr.kernels += n
+        else:
+            row.analysed += 1
+            row.kernels_analysed += n
+            if r.status == "pass":
+                row.passed += 1
+            else:
+                row.with_findings += 1
+            for entries, into in ((r.findings, findings), (r.warnings, warnings)):
+                for check in sorted({f["check"] for f in entries}):
+                    first = next(f for f in entries if f["check"] == check)
+                    fr = into.setdefault((check, c.label), FindingRow(check, c.label, 0, 0, [],
+                                                                      _short(first["message"])))
+                    fr.configurations += 1
+                    fr.kernels += n
+                    fr.specs.append(spec_file_name(c.kernels[0]))
+        report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
+                                      "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
+                                      "warnings": r.warnings,
+                                      "kernels": list(c.kernels), "fields": c.fields})
+    report.kinds = list(rows.values())
+    report.findings = sorted(findings.values(), key=lambda f: (-f.kernels, f.check, f.family))
+    report.warnings = sorted(warnings.values(), key=lambda f: (-f.kernels, f.check, f.family))
+    report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
+
+
+def spec_file_name(kernel: str) -> str:
+    return f"{kernel}.yaml"
+
+
+def write_specs(report: SweepReport, results: dict[str, Result], out: Path) -> None:
+    """One spec file per configuration with findings in ``out``, and per configuration with
+    warnings only in ``out/warnings`` (folders created when missing)."""
+    for c in report.configurations:
+        r = results.get(c["digest"])
+        if r is None or not r.spec or (r.status != "fail" and not r.warnings):
+            continue
+        folder = out if r.status == "fail" else out / "warnings"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SweepError(f"-o {out}: cannot create the folder {folder}: {e.strerror or e}") from None
+        path = folder / spec_file_name(c["kernels"][0])
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(r.spec)
+        tmp.replace(path)

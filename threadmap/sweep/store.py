@@ -1,0 +1,133 @@
+"""The sweep's results, one row per configuration, in SQLite.
+
+A row is written in its own transaction as soon as its configuration is done (analysed, or
+found not analysable), so a sweep killed at any point keeps every finished configuration and
+a rerun does only the others.  Rows are keyed by :meth:`Configuration.digest` (the
+configuration and the CUTLASS headers' version) and the extractor's version: a new extractor
+does its configurations again instead of trusting older rows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from threadmap.sweep.library import SweepError
+
+#: bumped whenever what a row holds would change for the same configuration
+EXTRACTOR_VERSION = "3"
+
+Status = Literal["pass", "fail", "not_analysed"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+  digest TEXT NOT NULL,
+  extractor TEXT NOT NULL,
+  key TEXT NOT NULL,
+  label TEXT NOT NULL,
+  status TEXT NOT NULL,
+  reason_kind TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  findings TEXT NOT NULL DEFAULT '[]',
+  warnings TEXT NOT NULL DEFAULT '[]',
+  spec TEXT NOT NULL DEFAULT '',
+  spec_hash TEXT NOT NULL DEFAULT '',
+  kernels TEXT NOT NULL DEFAULT '[]',
+  seconds REAL NOT NULL DEFAULT 0,
+  written REAL NOT NULL,
+  PRIMARY KEY (digest, extractor)
+);
+CREATE INDEX IF NOT EXISTS results_spec ON results (spec_hash);
+"""
+
+
+@dataclass
+class Result:
+    """What the sweep concluded about one configuration."""
+
+    digest: str
+    key: str
+    label: str
+    status: Status
+    reason_kind: str = ""      # a short class of the reason (what the summary groups by)
+    reason: str = ""           # the reason in full
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    #: costs the checks report without failing (uncoalesced sectors, bank conflicts)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    spec: str = ""             # the spec text (analysed configurations)
+    spec_hash: str = ""        # the spec's content without its names (equal specs verify once)
+    kernels: list[str] = field(default_factory=list)
+    seconds: float = 0.0       # CPU seconds of its verification
+
+
+class Store:
+    """The results database (created with its folder when missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as e:
+            raise SweepError(f"--db {path}: cannot open the results database: {e}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def done(self) -> dict[str, Result]:
+        """Every configuration this extractor finished, by digest."""
+        return {r.digest: r for r in self._rows("WHERE extractor = ?", (EXTRACTOR_VERSION,))}
+
+    def by_spec(self, spec_hash: str) -> Result | None:
+        """A verified configuration whose spec has this content (its findings hold for an
+        equal spec)."""
+        r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND status IN "
+                              "('pass', 'fail') LIMIT 1", (spec_hash, EXTRACTOR_VERSION)).fetchone()
+        return None if r is None else self.done_one(r[0])
+
+    def done_one(self, digest: str) -> Result | None:
+        for r in self._rows("WHERE digest = ? AND extractor = ?", (digest, EXTRACTOR_VERSION)):
+            return r
+        return None
+
+    def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
+        rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, warnings, spec, "
+                                 f"spec_hash, kernels, seconds FROM results {where}", args)
+        for r in rows:
+            yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]), r[8], r[9],
+                         json.loads(r[10]), float(r[11]))
+
+    def put(self, result: Result) -> None:
+        """Write one result in its own transaction (a later write of the same digest replaces it)."""
+        d = asdict(result)
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
+                "warnings, spec, spec_hash, kernels, seconds, written) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
+                 json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
+                 json.dumps(d["kernels"]), d["seconds"], time.time()))
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def count(self) -> int:
+        r = self.conn.execute("SELECT COUNT(*) FROM results WHERE extractor = ?", (EXTRACTOR_VERSION,)).fetchone()
+        return int(r[0])
