@@ -97,6 +97,7 @@ def test_specs_are_written_and_verified(configs: list[Configuration], extracted:
         except NotAnalysed as e:
             pytest.fail(f"{c.kernels[0]}: {e}")
         doc = yaml.safe_load(w.text)
+        assert "&id" not in w.text  # each side spells its thread map out
         report = api.verify(loads_spec(w.text, "yaml", c.kernels[0]))
         assert not report.errors and report.runs, report.errors
         assert all(r.verdict == "pass" for r in report.runs), [r.failing for r in report.runs]

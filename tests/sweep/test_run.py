@@ -130,3 +130,29 @@ def test_the_command_reports_counts_and_json(tmp_path: Path, extracted: dict[str
     # the table names the reason and the totals
     r = CliRunner().invoke(main, ["sweep", "--kernels", KERNELS, "--db", str(db), "--jobs", "1"])
     assert r.exit_code == 0 and "6 configurations stand for 7 kernels; 5 analysed (6 kernels)" in r.stdout
+
+
+def test_a_finding_is_reported_with_its_spec_and_exit_1(tmp_path: Path, extracted: dict[str, Extracted],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plumbing of a finding (none of the filter's kernels has one): a verification that
+    fails a check puts the configuration in the findings table, writes its spec to -o DIR,
+    and the command exits 1."""
+    verify_text = run_mod.verify_text
+
+    def failing(text: str, name: str) -> Any:
+        status, findings, warnings, secs, err = verify_text(text, name)
+        if "simt" in name:
+            return "fail", [{"check": "predicates", "stage": 0, "side": "src", "sizes": {"M": 1},
+                             "message": "planted"}], warnings, secs, err
+        return status, findings, warnings, secs, err
+
+    monkeypatch.setattr(run_mod, "verify_text", failing)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["sweep", "--kernels", KERNELS, "--db", str(tmp_path / "s.db"), "--jobs", "1",
+                                  "--format", "json", "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    (f,) = json.loads(r.stdout)["findings"]
+    assert (f["check"], f["configurations"], f["kernels"], f["example"]) == ("predicates", 1, 1, "planted")
+    assert f["specs"] == ["cutlass_simt_sgemm_128x128_8x4_tn_align1.yaml"]
+    spec = out / f["specs"][0]
+    assert spec.exists() and "PitchLinearStripminedThreadMap" in spec.read_text()

@@ -103,7 +103,11 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     report = run_with_progress(opts)
     text = json.dumps(report.as_json(), indent=1) + "\n"
     if out is not None:
-        (out / "sweep.json").write_text(text)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "sweep.json").write_text(text)
+        except OSError as e:
+            raise UsageError(f"-o {path_text(str(out))}: cannot write sweep.json: {e.strerror or e}") from None
     if fmt == "json":
         click.echo(text, nl=False)
     else:

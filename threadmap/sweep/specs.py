@@ -41,6 +41,13 @@ from threadmap.sweep.library import Configuration
 MAX_EXTENT = 1 << 20
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors: both sides of a copy spell their thread map out."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 class NotAnalysed(Exception):
     """Why a configuration has no spec (a reason, not an error of the sweep): ``kind`` is the
     class of reason a summary counts, ``detail`` the configuration's own words."""
@@ -232,7 +239,7 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
     head = (f"# Written by threadmap sweep from CUTLASS {headers}'s templates: the generator's kernel text for\n"
             f"# {cfg.kernels[0]} instantiated host-side; thread maps, cp.async widths and shared layouts\n"
             "# (offsets of every cell, fitted exactly) printed by the C++ objects themselves.\n")
-    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
+    body = yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=110)
     content = {k: v for k, v in doc.items() if k not in ("name", "description")}
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:24]
     return Written(head + body, digest, layouts)
