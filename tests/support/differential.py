@@ -1190,10 +1190,15 @@ def write_regressions(reps: dict[str, list[dict[str, Any]]], path: str, *, per_c
     ``per_class`` smallest cases of every class (fewer of the kinds in ``heavy``, which cost
     the header most), with what each side gave; returns how many were written."""
     limit = heavy if heavy is not None else {"tiled_mma": 1, "tiled_copy": 1}
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for key, xs in reps.items():  # a class is kind|side|nature|detail, whatever the field
+        classes.setdefault(key.rsplit("|", 1)[0] if key.count("|") == 4 else key, []).extend(xs)
     out = []
-    for key in sorted(reps):
-        xs = reps[key]
-        out += [_trim(x) for x in xs[:min(per_class, limit.get(xs[0]["kind"], per_class))]] if xs else []
+    for key in sorted(classes):
+        xs = sorted(classes[key], key=lambda x: (len(json.dumps(x["args"])), x["id"]))
+        out += [_trim(x) for x in xs[:min(per_class, limit.get(xs[0]["kind"], per_class))]]
+    # a crash costs the replay a child process: those last, so the others share the first
+    out.sort(key=lambda e: e["nature"] == "crash")
     from pathlib import Path
 
     Path(path).write_text(json.dumps({
