@@ -12,15 +12,11 @@ import pytest
 import threadmap.api as api
 import threadmap.layout as L
 from tests.support.located import assert_located_error
+from tests.support.spec_runs import findings as _findings
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "specs" / "pipeline" / "sm100_tmem_epilogue.yaml"
 BASE = LIB.read_text()
-
-
-def _findings(path: Path) -> list:
-    run = api.verify_spec(path)[0]
-    return [f for r in run.results for f in r.findings]
 
 
 def test_the_library_epilogue_reads_its_accumulator_once() -> None:

@@ -6,12 +6,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from threadmap.cli.common import UsageError, path_text, print_rich
-from threadmap.sweep.run import DEFAULT_BATCH, Options, SweepReport, sweep
+from threadmap.sweep import DEFAULT_BATCH
+
+if TYPE_CHECKING:
+    from threadmap.sweep.run import Options, SweepReport
 
 
 def draw(report: SweepReport, con: Any) -> None:
@@ -92,6 +95,7 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     architecture, a filter that matches no kernel), 3 internal error.
     """
     from threadmap.sweep.library import DEFAULT_CUDA_VERSION
+    from threadmap.sweep.run import Options
 
     archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
     out = Path(out_dir) if out_dir is not None else None
@@ -135,4 +139,5 @@ def run_with_progress(opts: Options) -> SweepReport:
 
         def tick(what: str, done: int, total: int) -> None:
             prog.update(task, description=f"{what} configurations", completed=done, total=total)
+        from threadmap.sweep.run import sweep
         return sweep(opts, progress=tick)

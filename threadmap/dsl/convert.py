@@ -61,8 +61,8 @@ from threadmap.layout import (
     tiled_product,
 )
 
-__all__ = ["DSL_EXTRA", "capture", "convert", "convert_all", "element_bits", "element_name", "is_dsl_object",
-           "require_dsl", "require_live", "smem_layout", "traced"]
+__all__ = ["DSL_EXTRA", "ELEMENT_NAMES", "capture", "convert", "convert_all", "element_bits", "element_name",
+           "is_dsl_object", "require_dsl", "require_live", "smem_layout", "traced"]
 
 #: what installs the DSL (the message of :class:`~threadmap.errors.DependencyError`)
 DSL_EXTRA = ("the CuTe DSL is not installed: pip install 'threadmap[dsl]' (NVIDIA's nvidia-cutlass-dsl>=4.8.1, "
@@ -192,7 +192,8 @@ _CXX_TYPES = {
     "Uint16": "uint16_t", "Int8": "int8_t", "Uint8": "uint8_t", "Int4": "int4_t",
 }
 #: DSL numeric types -> spec element names (``threadmap.spec.schema.ELEMENT_BITS``)
-_ELEMENT_NAMES = {
+#: the DSL's numeric type names -> spec element names
+ELEMENT_NAMES = {
     "Float64": "f64", "Float32": "f32", "TFloat32": "tf32", "Float16": "f16", "BFloat16": "bf16",
     "Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2", "Int64": "i64", "Uint64": "u64", "Int32": "i32",
     "Uint32": "u32", "Int16": "i16", "Uint16": "u16", "Int8": "i8", "Uint8": "u8",
@@ -210,10 +211,10 @@ def element_name(t: Any) -> str:
     """The spec element name of a DSL numeric type: ``cutlass.Float16`` -> ``"f16"``."""
     name, _w = _numeric(t, "element")
     try:
-        return _ELEMENT_NAMES[name]
+        return ELEMENT_NAMES[name]
     except KeyError:
         raise AtomError(f"the CuTe DSL type {name} has no spec element name; known: "
-                        f"{', '.join(_ELEMENT_NAMES)}") from None
+                        f"{', '.join(ELEMENT_NAMES)}") from None
 
 
 def element_bits(t: Any) -> int:

@@ -56,6 +56,7 @@ import numpy as np
 from pydantic import Field
 
 import threadmap.layout as L
+from threadmap.dsl.convert import ELEMENT_NAMES
 from threadmap.errors import ThreadmapError
 from threadmap.gpu.log import LogDiff, diff_log
 from threadmap.model import KernelModel
@@ -78,9 +79,7 @@ MAX_TRACE_OPS = 1 << 23
 MAX_TRACE_RECORDS = 1 << 19
 
 #: spec element names -> the DSL's numeric type names
-DSL_TYPES = {"f64": "Float64", "f32": "Float32", "tf32": "TFloat32", "f16": "Float16", "bf16": "BFloat16",
-             "e4m3": "Float8E4M3FN", "e5m2": "Float8E5M2", "i64": "Int64", "u64": "Uint64", "i32": "Int32",
-             "u32": "Uint32", "i16": "Int16", "u16": "Uint16", "i8": "Int8", "u8": "Uint8"}
+DSL_TYPES = {spec: dsl for dsl, spec in ELEMENT_NAMES.items()}
 #: IR element types -> bits
 IR_BITS = {"f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "f8E4M3FN": 8, "f8E5M2": 8, "i64": 64,
            "i32": 32, "i16": 16, "i8": 8, "i1": 1, "index": 64, "ui64": 64, "ui32": 32, "ui16": 16, "ui8": 8,

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from threadmap.sweep import DEFAULT_BATCH
 from threadmap.sweep.library import (
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
@@ -29,9 +30,6 @@ from threadmap.sweep.library import (
 )
 from threadmap.sweep.store import Result, Store
 
-#: configurations per translation unit: the headers cost ~10 CPU-s per unit, each
-#: configuration ~0.15 CPU-s more
-DEFAULT_BATCH = 48
 #: element types of the generator that have a spec name (the others: sub-byte, complex)
 SPEC_ELEMENTS = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f32": "f32", "f64": "f64", "s8": "i8", "u8": "u8",
                  "s16": "i16", "u16": "u16", "s32": "i32", "u32": "u32", "s64": "i64", "u64": "u64",
