@@ -28,6 +28,7 @@ import numpy as np
 
 from threadmap.layout import coalesce, parse_layout
 from threadmap.layout.layout import Layout
+from threadmap.layout.swizzle import Swizzle
 
 #: the swizzles tried: the bits a TensorOp multiplicand layout XORs (16-byte chunks of 8 to
 #: 128-bit elements within 1024-byte rows) lie well inside these ranges
@@ -85,11 +86,6 @@ def _mode(fac: list[int], std: list[int]) -> tuple[object, object]:
     return tuple(fac), tuple(std)
 
 
-def _swizzle(x: np.ndarray, b: int, m: int, s: int) -> np.ndarray:
-    mask = ((1 << b) - 1) << (m + s)
-    return x ^ ((x & mask) >> s)
-
-
 def _candidates(top: int) -> list[tuple[int, int, int]]:
     """Swizzles whose bits lie below ``top`` (bits of the largest offset): none first."""
     out = [(0, 0, 0)]
@@ -138,7 +134,7 @@ def _swizzled(t: np.ndarray) -> str | None:
     exactly the offsets ``t``, if one exists."""
     top = int(t.max()).bit_length()
     for b, m, s in _candidates(top):
-        g = t if b == 0 else _swizzle(t, b, m, s)
+        g = t if b == 0 else Swizzle(b, m, s)(t)
         lay = _additive(g)
         if lay is None:
             continue
