@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from threadmap.errors import ThreadmapError
+from threadmap.gpu.toolchain import ToolchainError
 from threadmap.sweep.library import DEFAULT_CUDA_VERSION, SweepError, generate
 from threadmap.sweep.store import Result, Store
 
@@ -604,10 +605,11 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
     # the global and shared counters, and per LDGSTS quantity the first way this ncu lists
     metrics = available_metrics(ncu, True) if ncu is not None else []
     results = [confirm_target(t, exe, ncu, metrics, out) for t, exe in zip(targets, exes, strict=True)]
-    report = {"device": device_name(), "ncu": ncu or "", "metrics": metrics, "notes": notes,
+    device = device_name()
+    report = {"device": device, "ncu": ncu or "", "metrics": metrics, "notes": notes,
               "seconds": round(time.time() - start, 1), "confirmations": [asdict(r) for r in results]}
     (out / "confirm.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "confirm.md").write_text(markdown(results, report["device"]))
+    (out / "confirm.md").write_text(markdown(results, device))
     return report
 
 
@@ -685,6 +687,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(n, file=sys.stderr)
         verdicts = [v for c in rep["confirmations"] for v in c["confirmed"].values()]
         return 0 if verdicts and all(v is True for v in verdicts) else 1
+    except ToolchainError as e:  # a program of the library's kernels that does not build: ours to fix
+        print(f"internal error: {e}".splitlines()[0], file=sys.stderr)
+        return 3
     except ThreadmapError as e:
         print(f"error: {e}".splitlines()[0], file=sys.stderr)
         return 2
