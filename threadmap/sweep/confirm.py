@@ -2,7 +2,7 @@
 
 A finding kind is a warning the sweep reports (a check and the kind of its finding, say
 ``bank_conflicts``/``conflict``) for one operation kind and opcode class (``gemm tensorop``).
-For each kind one configuration stands for it (or the kernels asked for); its program is the
+For each kind one configuration stands for it (and the kernels asked for); its program is the
 generator's own kernel text (the emitter ``extract`` uses, what the library compiles) and a
 ``main`` that launches it as the library does (``GemmUniversalAdapter<Kernel>``) on device
 memory, at the whole-tile sizes the warning was found at, with ``beta = 0`` so that the
@@ -18,10 +18,11 @@ program once under ``ncu --clock-control none`` (the ``LDGSTS`` counters of
 :mod:`threadmap.gpu.profile`) and writes ``confirm.json`` and ``confirm.md``.
 
 The spec's grid copies one k-tile per block (``K / kK`` blocks deep); the kernel's blocks loop
-over the k-tiles: the same copies, so the totals are comparable, not only the ratios.  The
-mainloop keeps issuing ``cp.async`` with every lane's predicate off after the last k-tile
-(draining its stages): those make no request or wavefront, and the SASS instruction count
-(``smsp__sass_inst_executed_op_ldgsts``) leaves them out.
+over the k-tiles: the same copies, so the counts compare, not only their ratios.  After its
+last k-tile the mainloop drains (``kStages - 1`` more stages of cp.async with every lane's
+predicate off), which no spec describes: the kernel is launched at the warning's sizes and with
+K doubled, and a finding is confirmed when measured minus predicted is the same at both
+launches (:func:`verdict`).
 """
 
 from __future__ import annotations
@@ -603,7 +604,7 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
     if ncu is None:
         notes.append("ncu not found: nothing measured")
     # the global and shared counters, and per LDGSTS quantity the first way this ncu lists
-    metrics = available_metrics(ncu, True) if ncu is not None else []
+    metrics = list(dict.fromkeys(available_metrics(ncu, True))) if ncu is not None else []
     results = [confirm_target(t, exe, ncu, metrics, out) for t, exe in zip(targets, exes, strict=True)]
     device = device_name()
     report = {"device": device, "ncu": ncu or "", "metrics": metrics, "notes": notes,
