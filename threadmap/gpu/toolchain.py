@@ -213,6 +213,16 @@ def build_host(source: str, *, defines: Sequence[str] = (), opt: str = "-O1", ar
                    f" for {', '.join(archs)}" if archs else "")
 
 
+def build_program(source: str, gencode: Sequence[tuple[str, str]], opt: str = "-O2") -> Path:
+    """``source`` compiled to a CUDA executable (cudart linked statically) for the
+    ``(virtual, real)`` architecture pairs of ``gencode``: ``("compute_80", "sm_90")`` builds
+    an sm_80 kernel's PTX into SASS an H200 runs.  Cached by hash; the executable."""
+    _, inc = require()
+    flags = [CXX_STD, opt, "--expt-relaxed-constexpr", "-w", f"-I{inc}", f"-I{include_dir()}",
+             *(f"-gencode=arch={v},code={r}" for v, r in gencode), f"--threads={max(1, len(gencode))}"]
+    return _cached("prog", "", source, flags, ["-x", "cu"], f" for {', '.join(r for _, r in gencode)}")
+
+
 def check_device(source: str, archs: Sequence[str] = ARCHS) -> Path:
     """Compile ``source``'s device code for every architecture (``-x cu``; no GPU needed);
     cached by hash.  Returns the object file."""

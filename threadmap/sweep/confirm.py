@@ -1,0 +1,700 @@
+"""The sweep's findings measured on a GPU: the library's own kernels, under Nsight Compute.
+
+A finding kind is a warning the sweep reports (a check and the kind of its finding, say
+``bank_conflicts``/``conflict``) for one operation kind and opcode class (``gemm tensorop``).
+For each kind one configuration stands for it (and the kernels asked for); its program is the
+generator's own kernel text (the emitter ``extract`` uses, what the library compiles) and a
+``main`` that launches it as the library does (``GemmUniversalAdapter<Kernel>``) on device
+memory, at the whole-tile sizes the warning was found at, with ``beta = 0`` so that the
+epilogue reads no C and the kernel's global loads are its mainloop's ``cp.async`` alone.
+
+``prepare`` (CPU) picks the configurations from a sweep database, writes a manifest (the
+kernels, the finding kinds each stands for, the sizes, the stored spec) and each program's
+source beside it, and compiles them (sm_80 PTX built for sm_90: an H200 runs it).  ``run`` (the
+GPU machine) builds what is not cached, verifies each stored spec at the sizes (the
+prediction: sectors and requests of the ``cp.async`` sources, wavefronts and instructions of
+their shared destinations, summed over the copy stages, for the whole grid), launches each
+program once under ``ncu --clock-control none`` (the ``LDGSTS`` counters of
+:mod:`threadmap.gpu.profile`) and writes ``confirm.json`` and ``confirm.md``.
+
+The spec's grid copies one k-tile per block (``K / kK`` blocks deep); the kernel's blocks loop
+over the k-tiles: the same copies, so the counts compare, not only their ratios.  After its
+last k-tile the mainloop drains (``kStages - 1`` more stages of cp.async with every lane's
+predicate off), which no spec describes: the kernel is launched at the warning's sizes and with
+K doubled, and a finding is confirmed when measured minus predicted is the same at both
+launches (:func:`verdict`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from threadmap.errors import ThreadmapError
+from threadmap.gpu.toolchain import ToolchainError
+from threadmap.sweep.library import DEFAULT_CUDA_VERSION, SweepError, generate
+from threadmap.sweep.store import Result, Store
+
+#: the checks whose warnings the counters measure, and the side of a cp.async each measures
+SIDES = {"coalescing": "global", "bank_conflicts": "shared"}
+#: the kernels are sm_80's; the GPU is an H200: their PTX is built for sm_90
+GENCODE = (("compute_80", "sm_90"),)
+#: relative difference under which a measured ratio equals the predicted one
+TOLERANCE = 1e-6
+
+
+class ConfirmError(ThreadmapError):
+    """Bad input to the confirmation: no such kernel, a database without warnings, a manifest
+    that cannot be read."""
+
+
+@dataclass(frozen=True, order=True)
+class FindingKind:
+    """A class of warning: the operation kind and opcode class of the configurations that
+    have it, the check and the kind of its finding."""
+
+    operation: str
+    opcode: str
+    check: str
+    kind: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.operation} {self.opcode}: {self.check} ({self.kind})"
+
+
+def fields_of(result: Result) -> dict[str, Any]:
+    """The configuration's fields (its key is their canonical JSON)."""
+    return dict(json.loads(result.key))
+
+
+def operation_of(fields: dict[str, Any]) -> str:
+    # a GEMM's key has its family; the other kinds' keys name their kind
+    return str(fields.get("kind") or "gemm")
+
+
+def finding_kinds(result: Result) -> set[FindingKind]:
+    """The kinds of warning of one configuration that the counters can measure."""
+    f = fields_of(result)
+    return {FindingKind(operation_of(f), str(f.get("opcode", "?")).lower(), w["check"], w.get("kind", "?"))
+            for w in result.warnings if w["check"] in SIDES}
+
+
+@dataclass
+class Target:
+    """One kernel to measure: the finding kinds it stands for, the sizes its configuration's
+    warnings were found at (the kernel's own M, N, K), its stored spec and warnings."""
+
+    kernel: str
+    label: str
+    kinds: list[str]
+    sizes: dict[str, int]
+    spec: str
+    warnings: list[dict[str, Any]]
+    operation: str = "gemm"
+
+
+def launchable(result: Result) -> bool:
+    """Whether a program can launch the configuration's first kernel: a universal GEMM (the
+    grouped kernel reads its problem sizes from global memory, which the counters would add
+    to the cp.async loads)."""
+    f = fields_of(result)
+    return operation_of(f) in PROGRAMS and f.get("family", "universal") == "universal"
+
+
+def _preference(result: Result, kind: FindingKind) -> tuple[Any, ...]:
+    """Which configuration stands for a kind, best first: every cp.async stage has the
+    warning (the kernel's totals are then the finding's alone), every cp.async is the
+    L1-allocating form (the only one whose shared writes the counters give by address), the
+    most kernels, the smallest tile, the name."""
+    stages = {w["stage"] for w in result.warnings if w["check"] == kind.check and w.get("kind") == kind.kind}
+    atoms = re.findall(r"atom: (SM80_CP_ASYNC_\w+)", result.spec)
+    f = fields_of(result)
+    tile = f.get("threadblock", [0, 0, 0])
+    return (-len(stages) + len(atoms), any("CACHEGLOBAL" in a for a in atoms), -len(result.kernels),
+            tile[0] * tile[1] * tile[2], result.kernels[0])
+
+
+def choose(results: Sequence[Result], kernels: Sequence[str] = ()) -> list[Target]:
+    """One target per finding kind among ``results`` (analysed configurations with warnings),
+    and the configurations of ``kernels`` besides (each with every kind it has)."""
+    with_warnings = [r for r in results if r.status != "not_analysed" and r.kernels and finding_kinds(r)]
+    picked: dict[str, tuple[Result, list[str]]] = {}
+    for kind in sorted({k for r in with_warnings for k in finding_kinds(r)}):
+        cands = [r for r in with_warnings if kind in finding_kinds(r) and launchable(r)]
+        if cands:
+            best = min(cands, key=lambda r: _preference(r, kind))
+            picked.setdefault(best.kernels[0], (best, []))[1].append(kind.label)
+    for name in kernels:
+        r = next((r for r in results if name in r.kernels), None)
+        if r is None:
+            raise ConfirmError(f"--kernels {name}: the database holds no configuration of this kernel")
+        if not finding_kinds(r):
+            raise ConfirmError(f"--kernels {name}: its configuration has no warning the counters measure")
+        if not launchable(r):
+            raise ConfirmError(f"--kernels {name}: no program launches this kernel's family (a universal GEMM's "
+                               "configuration has the same mainloop)")
+        picked[r.kernels[0]] = (r, sorted(k.label for k in finding_kinds(r)))
+    out = []
+    for name, (r, labels) in picked.items():
+        sizes = next(w["sizes"] for w in r.warnings if w["check"] in SIDES)
+        out.append(Target(name, r.label, labels, {k: int(v) for k, v in sizes.items()}, r.spec,
+                          [w for w in r.warnings if w["check"] in SIDES], operation_of(fields_of(r))))
+    return out
+
+
+def missing_kinds(results: Sequence[Result], targets: Sequence[Target]) -> list[str]:
+    """Finding kinds the database holds that no target stands for (no program for them)."""
+    have = {k for t in targets for k in t.kinds}
+    return sorted({k.label for r in results if r.status != "not_analysed" for k in finding_kinds(r)} - have)
+
+
+# --- the programs -------------------------------------------------------------------------------
+
+GEMM_MAIN = """
+// threadmap sweep confirm: the kernel above, launched as the library launches it
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+
+#define TM_CUDA(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \\
+  std::fprintf(stderr, "%s: %s\\n", #x, cudaGetErrorString(e_)); return 3; } } while (0)
+
+// one launch at the kernel's own problem km x kn x K (its Mma's M, N, K: the spec's)
+template <class Gemm>
+int launch(int km, int kn, int K, void* A, void* B, void* C, void* D) {
+  using Kernel = typename Gemm::GemmKernel;
+  // the adapter takes the caller's problem: the kernel's transposed when the kernel's C is
+  // row-major (the emitter declares the kernel transposed)
+  int const M = Gemm::kInternalTranspose ? kn : km;
+  int const N = Gemm::kInternalTranspose ? km : kn;
+  auto const lda = Gemm::LayoutA::packed({M, K}).stride(0);
+  auto const ldb = Gemm::LayoutB::packed({K, N}).stride(0);
+  auto const ldc = Gemm::LayoutC::packed({M, N}).stride(0);
+  using Compute = typename Gemm::EpilogueOutputOp::ElementCompute;
+  // beta = 0: the epilogue reads no C, so the kernel's global loads are the mainloop's cp.async
+  typename Gemm::EpilogueOutputOp::Params epilogue(Compute(1), Compute(0));
+  typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K}, 1, epilogue,
+                                A, B, C, D, 0, 0, 0, 0, lda, ldb, ldc, ldc);
+  cutlass::Status st = Gemm::can_implement(args);
+  if (st != cutlass::Status::kSuccess) {
+    std::fprintf(stderr, "can_implement: %s\\n", cutlassGetStatusString(st)); return 3;
+  }
+  void* W = nullptr;
+  size_t const ws = Gemm::get_workspace_size(args);
+  if (ws) TM_CUDA(cudaMalloc(&W, ws));
+  Gemm gemm;
+  st = gemm.initialize(args, W);
+  if (st == cutlass::Status::kSuccess) st = gemm.run();
+  TM_CUDA(cudaDeviceSynchronize());
+  if (W) TM_CUDA(cudaFree(W));
+  if (st != cutlass::Status::kSuccess) {
+    std::fprintf(stderr, "run: %s\\n", cutlassGetStatusString(st)); return 3;
+  }
+  dim3 const grid = Gemm::get_grid_shape(args);
+  std::printf("TM-CONFIRM problem=%dx%dx%d transposed=%d grid=%ux%ux%u threads=%d smem=%d\\n", M, N, K,
+              int(Gemm::kInternalTranspose), grid.x, grid.y, grid.z, int(Kernel::kThreadCount),
+              int(sizeof(typename Kernel::SharedStorage)));
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<${name}>;
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s M N K [K...] (the kernel's own M, N, K; one launch per K)\\n", argv[0]);
+    return 2;
+  }
+  int const km = std::atoi(argv[1]), kn = std::atoi(argv[2]);
+  int kmax = 0;
+  for (int i = 3; i < argc; ++i) kmax = std::max(kmax, std::atoi(argv[i]));
+  auto bytes = [](long long n, int bits) { return size_t((n * bits + 7) / 8); };
+  void *A = nullptr, *B = nullptr, *C = nullptr, *D = nullptr;
+  size_t const a = bytes((long long)km * kmax, cutlass::sizeof_bits<typename Gemm::ElementA>::value);
+  size_t const b = bytes((long long)kmax * kn, cutlass::sizeof_bits<typename Gemm::ElementB>::value);
+  size_t const c = bytes((long long)km * kn, cutlass::sizeof_bits<typename Gemm::ElementC>::value);
+  TM_CUDA(cudaMalloc(&A, a)); TM_CUDA(cudaMalloc(&B, b)); TM_CUDA(cudaMalloc(&C, c)); TM_CUDA(cudaMalloc(&D, c));
+  TM_CUDA(cudaMemset(A, 0, a)); TM_CUDA(cudaMemset(B, 0, b)); TM_CUDA(cudaMemset(C, 0, c));
+  std::printf("TM-CONFIRM kernel=${name}\\n");
+  for (int i = 3; i < argc; ++i) {
+    int const rc = launch<Gemm>(km, kn, std::atoi(argv[i]), A, B, C, D);
+    if (rc) return rc;
+  }
+  return 0;
+}
+"""
+
+
+def gemm_program(op: Any) -> str:
+    """A universal GEMM's program: the generator's includes and kernel text (unchanged: the
+    library's own source), then GEMM_MAIN."""
+    from cutlass_library import gemm_operation as go
+
+    emitter = go.EmitGemmUniversalInstance()
+    includes = "".join(f"#include <{h}>\n" for h in emitter.includes)
+    head = (f"// {op.procedural_name()}: CUTLASS's generator's kernel text (EmitGemmUniversalInstance), as the "
+            "library compiles it\n")
+    return head + includes + emitter.emit(op) + GEMM_MAIN.replace("${name}", op.procedural_name())
+
+
+#: the program writer of each operation kind (a kind without one is reported, not measured)
+PROGRAMS: dict[str, Callable[[Any], str]] = {"gemm": gemm_program}
+
+
+def program(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> str:
+    """The program of one generated kernel, by its procedural name."""
+    try:
+        ops = generate(("80",), kernel, cuda_version)
+    except SweepError as e:
+        raise ConfirmError(str(e)) from None
+    for kind, op in ops:
+        if op.procedural_name() == kernel:
+            writer = PROGRAMS.get(kind)
+            if writer is None:
+                raise ConfirmError(f"{kernel}: no program writer for {kind} kernels")
+            return writer(op)
+    raise ConfirmError(f"{kernel}: the generator makes no kernel of this name for sm80")
+
+
+def build(source: str) -> Path:
+    """The program's executable (compile cache)."""
+    from threadmap.gpu import toolchain
+
+    return toolchain.build_program(source, GENCODE)
+
+
+# --- prediction, measurement, comparison --------------------------------------------------------
+
+#: per side of a cp.async: the metric, the counts whose ratio it is, the ideal count
+SIDE_COUNTS = {"global": ("sectors_per_request", "sectors", "requests", "ideal_sectors"),
+               "shared": ("wavefronts_per_instruction", "wavefronts", "instructions", "ideal_wavefronts")}
+
+
+@dataclass
+class Side:
+    """One side of the kernel's cp.async (``global``: sectors per request of their reads;
+    ``shared``: wavefronts per instruction of their writes), predicted and measured."""
+
+    side: str
+    metric: str
+    predicted: float | None = None
+    ideal: float | None = None
+    measured: float | None = None
+    predicted_raw: dict[str, float] = field(default_factory=dict)
+    measured_raw: dict[str, float] = field(default_factory=dict)
+    agrees: bool | None = None
+    note: str = ""
+
+
+def cp_async_stages(spec: str) -> dict[int, str]:
+    """The spec's copy stages issued as ``cp.async``, by stage index: their atom."""
+    import yaml
+
+    doc = yaml.safe_load(spec)
+    out: dict[int, str] = {}
+    for i, st in enumerate(doc.get("stages", [])):
+        atom = st.get("copy", {}).get("atom", "") if isinstance(st, dict) else ""
+        if str(atom).startswith("SM80_CP_ASYNC"):
+            out[i] = str(atom)
+    return out
+
+
+def predict(spec: str, sizes: dict[str, int], name: str = "spec") -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """The verifier's counts for the spec at ``sizes``, for the whole grid, summed over its
+    cp.async stages (the kernel's counters do not tell A's from B's): ``{"global": {sectors,
+    requests, ideal_sectors}, "shared": {wavefronts, instructions, ideal_wavefronts}}``, and what
+    the run was (its grid, the per-stage numbers)."""
+    import threadmap.api as api
+    from threadmap.spec.load import loads_spec
+
+    stages = cp_async_stages(spec)
+    runs = api.verify_spec(loads_spec(spec, "yaml", name), sizes=sizes, checks=tuple(SIDES))
+    if len(runs) != 1:
+        raise ConfirmError(f"{name}: {len(runs)} size environments at {sizes} (one expected)")
+    run = runs[0]
+    counts = {side: dict.fromkeys(keys[1:], 0.0) for side, keys in SIDE_COUNTS.items()}
+    per_stage: list[dict[str, Any]] = []
+    for r in run.results:
+        side = SIDES.get(r.check)
+        # a cp.async stage's reads are its source side, its writes its destination side
+        if r.stage not in stages or side is None or r.side != ("src" if side == "global" else "dst"):
+            continue
+        got = {k: float(getattr(r.summary, k)) for k in SIDE_COUNTS[side][1:]}
+        for k, v in got.items():
+            counts[side][k] += v
+        per_stage.append({"stage": r.stage, "check": r.check, "side": r.side, "atom": stages[r.stage],
+                          "totals": r.totals, **got})
+    info = {"sizes": dict(run.sizes), "grid": list(run.grid), "blocks": run.blocks,
+            "blocks_simulated": run.blocks_simulated, "totals": run.totals, "stages": per_stage}
+    return counts, info
+
+
+def counters(row: dict[str, str]) -> dict[str, dict[str, float]]:
+    """One kernel's ``LDGSTS`` counts from its ncu row, by side (those this ncu measured):
+    :data:`threadmap.gpu.profile.LDGSTS_METRICS`' sectors and requests, and shared wavefronts
+    over the SASS instructions executed (the issued count where there is no SASS one)."""
+    from threadmap.gpu.profile import ldgsts
+
+    out: dict[str, dict[str, float]] = {"global": {}, "shared": {}}
+    wanted = (("global", "sectors", "sectors"), ("global", "requests", "requests"),
+              ("shared", "wavefronts", "wavefronts"), ("shared", "bank_conflicts", "bank_conflicts"),
+              ("shared", "issued", "instructions"), ("shared", "sass_instructions", "sass_instructions"))
+    for side, key, quantity in wanted:
+        v = ldgsts(row, quantity)
+        if v is not None:
+            out[side][key] = v
+    sh = out["shared"]
+    if "sass_instructions" in sh or "issued" in sh:
+        sh["instructions"] = sh.get("sass_instructions", sh.get("issued", 0.0))
+    return out
+
+
+def minus(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """``a - b`` of the counts both hold."""
+    return {k: a[k] - b[k] for k in a if k in b}
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= TOLERANCE * max(1.0, abs(a))
+
+
+def judge(side: str, predicted: dict[str, float], measured: dict[str, float], bypass: bool = False) -> Side:
+    """One side, predicted beside measured: it agrees when the ratio and both counts it is made
+    of are the predicted ones.  ``bypass``: the kernel's cp.async is the bypassing form
+    (``LDGSTS.BYPASS``), whose shared writes the counters do not give by address (measured,
+    not compared)."""
+    from threadmap.gpu.profile import NOT_COMPARABLE
+
+    metric, num, den, ideal = SIDE_COUNTS[side]
+    sd = Side(side, metric, predicted_raw=dict(predicted), measured_raw=dict(measured))
+    if predicted.get(den):
+        sd.predicted = predicted[num] / predicted[den]
+        sd.ideal = predicted[ideal] / predicted[den]
+    if num not in measured or den not in measured:
+        sd.note = f"not measured: this ncu has no LDGSTS {num} or {den} metric"
+        return sd
+    sd.measured = measured[num] / measured[den] if measured[den] else 0.0
+    if side == "shared" and bypass:
+        sd.note = NOT_COMPARABLE
+        return sd
+    if sd.predicted is None:
+        sd.note = "nothing predicted"
+        return sd
+    totals = _same(predicted[num], measured[num]) and _same(predicted[den], measured[den])
+    sd.agrees = _same(sd.predicted, sd.measured) and totals
+    if not totals:
+        sd.note = (f"{num} {measured[num]:g} (predicted {predicted[num]:g}), {den} {measured[den]:g} "
+                   f"(predicted {predicted[den]:g})")
+    return sd
+
+
+def sass_ldgsts(exe: Path) -> dict[str, Any]:
+    """The executable's ``LDGSTS`` instructions: their widths (bits), whether any is the
+    bypassing form, how many; empty without cuobjdump."""
+    from threadmap.gpu import toolchain
+    from threadmap.gpu.sass import parse_sass
+
+    if toolchain.find_tool("cuobjdump") is None:
+        return {}
+    try:
+        kernels = parse_sass(toolchain.disassemble(exe))
+    except toolchain.ToolchainError as e:
+        return {"error": str(e)[:300]}
+    ldgsts = [m for k in kernels for m in k.memory() if m.opcode == "LDGSTS"]
+    return {"widths": sorted({m.bits for m in ldgsts}),
+            "bypass": any("BYPASS" in m.instruction.modifiers for m in ldgsts), "static_instructions": len(ldgsts)}
+
+
+def measure(ncu: str, exe: Path, launches: Sequence[dict[str, int]], metrics: Sequence[str],
+            timeout: float = 300) -> tuple[list[dict[str, str]], str, str]:
+    """The program under ``ncu --clock-control none``, launching the kernel once per size of
+    ``launches`` (in order): the kernels' rows of counters, ncu's output, a note.  Should ncu
+    refuse a listed ``ldgsts`` metric, it is run again without them (the others kept)."""
+    from threadmap.gpu.profile import parse_ncu_csv
+
+    args = [str(launches[0]["M"]), str(launches[0]["N"]), *(str(s["K"]) for s in launches)]
+
+    def once(ms: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        cmd = [ncu, "--clock-control", "none", "--launch-count", str(len(launches)), "--metrics", ",".join(ms),
+               "--csv", "--page", "raw", str(exe), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+    note = ""
+    try:
+        proc = once(metrics)
+        asked = [m for m in metrics if "ldgsts" in m]
+        if proc.returncode != 0 and asked:
+            note = f"ncu failed with the ldgsts metrics ({', '.join(asked)}): {(proc.stderr or proc.stdout)[-400:]}"
+            proc = once([m for m in metrics if m not in asked])
+    except subprocess.TimeoutExpired:
+        return [], "", f"ncu ran past {timeout:.0f} s"
+    text = proc.stdout + ("\n" + proc.stderr if proc.stderr else "")
+    rows = parse_ncu_csv(proc.stdout)
+    if proc.returncode != 0 or len(rows) != len(launches):
+        why = (proc.stderr or proc.stdout)[-600:]
+        note = f"{note} ncu exited {proc.returncode} with {len(rows)} kernel rows: {why}"
+    return rows, text, note.strip()
+
+
+# --- the manifest (prepared on the CPU) and the device run ---------------------------------------
+
+MANIFEST = "manifest.json"
+
+
+def sizes_pair(sizes: dict[str, int]) -> list[dict[str, int]]:
+    """The launches of a target: at the warning's sizes, and with K doubled.  What the kernel
+    does beyond the spec's copies is the same in both (the epilogue; the mainloop's drain after
+    the last k-tile, ``kStages - 1`` stages of cp.async with every lane's predicate off), so
+    measured minus predicted is the same at both launches when the prediction holds."""
+    return [dict(sizes), {**sizes, "K": 2 * sizes["K"]}]
+
+
+def prepare(db: Path, folder: Path, kernels: Sequence[str] = (), compile_programs: bool = True,
+            jobs: int = 1) -> dict[str, Any]:
+    """Pick the targets from a sweep database (one per finding kind, or ``kernels``), write
+    the manifest and each program's source into ``folder``, and compile them (cached)."""
+    from threadmap.gpu import toolchain
+
+    if not db.exists():
+        raise ConfirmError(f"--db {db}: no such database")
+    with Store(db) as store:
+        results = list(store.done().values())
+    targets = choose(results, kernels)
+    if not targets:
+        raise ConfirmError(f"--db {db}: no analysed configuration with a warning the counters measure")
+    inc = toolchain.cutlass_include()
+    manifest = {
+        "cutlass": toolchain.cutlass_version(inc) if inc is not None else "?",
+        "gencode": [list(g) for g in GENCODE],
+        "targets": [asdict(t) for t in targets],
+        "kinds_without_target": missing_kinds(results, targets),
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        sources = {t.kernel: program(t.kernel) for t in targets}
+        for name, src in sources.items():
+            (folder / f"{name}.cu").write_text(src)
+        (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    except OSError as e:
+        raise ConfirmError(f"{folder}: cannot write the manifest: {e.strerror or e}") from None
+    if compile_programs:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(build, sources.values()))
+    return manifest
+
+
+def load_manifest(folder: Path) -> list[Target]:
+    try:
+        doc = json.loads((folder / MANIFEST).read_text())
+        return [Target(**t) for t in doc["targets"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfirmError(f"{folder / MANIFEST}: cannot read the manifest: {e}") from None
+
+
+@dataclass
+class Confirmation:
+    """One target measured.  Per side: ``launches[i]``'s prediction beside its counters, and
+    what the counters hold beyond the prediction at each launch (``beyond``).  A finding kind
+    is confirmed when its side's counts beyond the prediction are the same at both launches
+    and make no sector or wavefront: every cp.async the spec describes costs what the
+    verifier says, and what else the kernel issues (the drain's instructions with every lane
+    off) costs nothing."""
+
+    kernel: str
+    label: str
+    kinds: list[str]
+    launches: list[dict[str, int]]
+    sass: dict[str, Any] = field(default_factory=dict)
+    sides: dict[str, list[Side]] = field(default_factory=dict)
+    beyond: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    confirmed: dict[str, bool | None] = field(default_factory=dict)
+    prediction: list[dict[str, Any]] = field(default_factory=list)
+    program: str = ""      # what the program printed (its launches)
+    note: str = ""
+
+
+def verdict(side: str, sides: Sequence[Side], beyond: Sequence[dict[str, float]]) -> bool | None:
+    """Whether one side's finding is confirmed by its launches (see :class:`Confirmation`);
+    None when it was not measured or cannot be compared."""
+    _, num, den, _ = SIDE_COUNTS[side]
+    if any(s.measured is None or s.predicted is None for s in sides) or len(beyond) != len(sides) \
+            or any(num not in b or den not in b for b in beyond) or any(s.note.startswith("not comparable")
+                                                                      for s in sides):
+        return None
+    worse = all(s.ideal is not None and s.predicted is not None and s.predicted > s.ideal for s in sides)
+    constant = all(_same(b[k], beyond[0][k]) for b in beyond for k in (num, den))
+    return bool(worse and constant)
+
+
+def confirm_target(t: Target, exe: Path | None, ncu: str | None, metrics: Sequence[str],
+                   out: Path | None = None) -> Confirmation:
+    """Predict and measure one target (see the module docstring)."""
+    launches = sizes_pair(t.sizes)
+    c = Confirmation(t.kernel, t.label, list(t.kinds), launches)
+    preds = []
+    for s in launches:
+        counts, info = predict(t.spec, s, t.kernel)
+        preds.append(counts)
+        c.prediction.append(info)
+    bypass = any("CACHEGLOBAL" in a for a in cp_async_stages(t.spec).values())
+    if exe is not None:
+        c.sass = sass_ldgsts(exe)
+        bypass = bypass or bool(c.sass.get("bypass"))
+    meas: list[dict[str, dict[str, float]]] = []
+    if exe is None or ncu is None:
+        c.note = "not measured: " + ("no ncu" if ncu is None else "the program did not build")
+    else:
+        rows, text, c.note = measure(ncu, exe, launches, metrics)
+        c.program = "\n".join(ln for ln in text.splitlines() if ln.startswith("TM-CONFIRM"))
+        if out is not None:
+            (out / f"ncu_{t.kernel}.csv").write_text(text)
+        meas = [counters(r) for r in rows] if len(rows) == len(launches) else []
+    for side in SIDE_COUNTS:
+        c.sides[side] = [judge(side, p[side], meas[i][side] if meas else {}, bypass) for i, p in enumerate(preds)]
+        c.beyond[side] = [minus(meas[i][side], p[side]) for i, p in enumerate(preds)] if meas else []
+    for label in t.kinds:
+        side = SIDES[label.split(": ", 1)[1].split(" ", 1)[0]]
+        c.confirmed[label] = verdict(side, c.sides[side], c.beyond[side])
+    return c
+
+
+def device_name() -> str:
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+        return proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
+    """The device run: build (cached), predict, measure, compare; writes ``confirm.json`` and
+    ``confirm.md`` into ``out`` and returns the report."""
+    from threadmap.gpu import toolchain
+    from threadmap.gpu.profile import available_metrics
+
+    start = time.time()
+    targets = load_manifest(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfirmError(f"--out {out}: cannot create it: {e.strerror or e}") from None
+    notes: list[str] = []
+
+    def built(t: Target) -> Path | None:
+        try:
+            return build(program(t.kernel))
+        except toolchain.ToolchainError as e:
+            notes.append(f"{t.kernel}: does not build: {str(e)[-800:]}")
+            return None
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        exes = list(pool.map(built, targets))
+    ncu = toolchain.find_tool("ncu")
+    if ncu is None:
+        notes.append("ncu not found: nothing measured")
+    # the global and shared counters, and per LDGSTS quantity the first way this ncu lists
+    metrics = list(dict.fromkeys(available_metrics(ncu, True))) if ncu is not None else []
+    results = [confirm_target(t, exe, ncu, metrics, out) for t, exe in zip(targets, exes, strict=True)]
+    device = device_name()
+    report = {"device": device, "ncu": ncu or "", "metrics": metrics, "notes": notes,
+              "seconds": round(time.time() - start, 1), "confirmations": [asdict(r) for r in results]}
+    (out / "confirm.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / "confirm.md").write_text(markdown(results, device))
+    return report
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _yes(x: bool | None) -> str:
+    return "n/a" if x is None else "yes" if x else "no"
+
+
+def markdown(results: Sequence[Confirmation], device: str = "") -> str:
+    """The table of the confirmations: per finding kind and kernel, the side it is measured on,
+    the verifier's cost per request (ideal) and its counts, the counters' counts at the same
+    launch, what the counters hold beyond the prediction at both launches, and the verdict."""
+    lines = [f"Measured on {device or 'the GPU'} with `ncu --clock-control none` "
+             "(`python3 -m threadmap.sweep.confirm run`).", "",
+             "| finding kind | kernel | M, N, K | side | predicted per request (ideal) | predicted | measured | "
+             "measured - predicted (K, 2K) | confirmed |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in results:
+        s0 = c.launches[0]
+        for label in c.kinds:
+            side = SIDES[label.split(": ", 1)[1].split(" ", 1)[0]]
+            metric, num, den, _ = SIDE_COUNTS[side]
+            sd = c.sides[side][0]
+            pr = f"{_num(sd.predicted_raw.get(num))} / {_num(sd.predicted_raw.get(den))}"
+            me = (f"{_num(sd.measured_raw.get(num))} / {_num(sd.measured_raw.get(den))}"
+                  if num in sd.measured_raw and den in sd.measured_raw else "-")
+            bey = "; ".join(f"{_num(b.get(num))} / {_num(b.get(den))}" for b in c.beyond[side]) or "-"
+            notes = "; ".join(dict.fromkeys(n for n in (sd.note, c.note) if n))
+            lines.append(f"| {label} | `{c.kernel}` | {s0['M']}, {s0['N']}, {s0['K']} | {side} cp.async "
+                         f"({num} / {den}) | {_num(sd.predicted)} ({_num(sd.ideal)}) | {pr} | {me} | {bey} | "
+                         f"{_yes(c.confirmed.get(label))}{f' ({notes})' if notes else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+# --- command line -------------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m threadmap.sweep.confirm prepare|run``; exit status 0 every finding kind
+    confirmed (run) or prepared, 1 some not confirmed, 2 bad input, 3 internal error."""
+    ap = argparse.ArgumentParser(prog="python -m threadmap.sweep.confirm",
+                                 description="Confirm the sweep's findings on a GPU (docs/sweep.md).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="pick the kernels, write the manifest and the programs, compile them")
+    p.add_argument("--db", required=True, type=Path, help="a sweep database")
+    p.add_argument("--kernels", default="", help="comma-separated kernel names to measure besides one per finding kind")
+    p.add_argument("--dir", default=Path("tools/gpu/sweep_confirm"), type=Path, help="where the manifest goes")
+    p.add_argument("--no-compile", action="store_true", help="write the programs without compiling them")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    r = sub.add_parser("run", help="on the GPU machine: build, predict, measure under ncu, compare")
+    r.add_argument("--dir", default=Path("tools/gpu/sweep_confirm"), type=Path, help="the manifest's folder")
+    r.add_argument("--out", required=True, type=Path, help="where confirm.json, confirm.md and ncu's output go")
+    r.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    for q in (p, r):
+        q.add_argument("--cache", type=Path, default=None,
+                       help="the compile cache (THREADMAP_CACHE) for the programs' builds")
+    args = ap.parse_args(argv)
+    if args.cache is not None:
+        os.environ["THREADMAP_CACHE"] = str(args.cache.resolve())
+    try:
+        if args.cmd == "prepare":
+            names = [k.strip() for k in args.kernels.split(",") if k.strip()]
+            m = prepare(args.db, args.dir, names, not args.no_compile, args.jobs)
+            for t in m["targets"]:
+                print(f"{t['kernel']}: {'; '.join(t['kinds'])} at M={t['sizes']['M']} N={t['sizes']['N']} "
+                      f"K={t['sizes']['K']}")
+            for k in m["kinds_without_target"]:
+                print(f"no program for: {k}")
+            return 0
+        rep = run(args.dir, args.out, args.jobs)
+        print((args.out / "confirm.md").read_text(), end="")
+        for n in rep["notes"]:
+            print(n, file=sys.stderr)
+        verdicts = [v for c in rep["confirmations"] for v in c["confirmed"].values()]
+        return 0 if verdicts and all(v is True for v in verdicts) else 1
+    except ToolchainError as e:  # a program of the library's kernels that does not build: ours to fix
+        print(f"internal error: {e}".splitlines()[0], file=sys.stderr)
+        return 3
+    except ThreadmapError as e:
+        print(f"error: {e}".splitlines()[0], file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
