@@ -18,6 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+#: the 3.x GEMM families the sweep analyses (the universal kernel; grouped, sparse and blockwise
+#: ones have mainloops of their own, counted only)
+SM90_FAMILIES = ("universal3x",)
+#: kernel schedules whose mainloop loads with TMA (the cp.async ones and ScheduleAuto are not analysed)
+SM90_TMA_SCHEDULES = ("TmaWarpSpecialized",)
+
 
 def _enum_name(x: Any) -> Any:
     return x.name if hasattr(x, "name") else x
