@@ -20,9 +20,11 @@ from threadmap.sweep.specs import NotAnalysed
 from threadmap.sweep.specs_sm90 import spec_text3x
 
 #: both operands K-major, A multicast over a 1x2 cluster, cooperative (two consumer warpgroups)
-K_MAJOR = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x2x1_0_tnn_align8_warpspecialized_cooperative_epi_tma"
+K_MAJOR = ("cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_1x2x1_0_tnn_align8"
+           "_warpspecialized_cooperative_epi_tma")
 #: both operands MN-major, B multicast over a 2x1 cluster, ping-pong (one consumer warpgroup a tile)
-MN_MAJOR = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ntn_align8_warpspecialized_pingpong_epi_tma"
+MN_MAJOR = ("cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_128x128x64_2x1x1_0_ntn_align8"
+            "_warpspecialized_pingpong_epi_tma")
 
 
 @pytest.fixture(scope="module")
