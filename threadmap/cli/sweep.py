@@ -63,7 +63,7 @@ def draw(report: SweepReport, con: Any) -> None:
 
 @click.command("sweep")
 @click.option("--architectures", default="80", show_default=True,
-              help="the architectures whose kernels CUTLASS's generator makes (this slice: 80)")
+              help="the architectures whose kernels CUTLASS's generator makes: 80 or 90a")
 @click.option("--kernels", default="all", show_default=True,
               help="the generator's kernel filter: comma-separated patterns, '*' between substrings")
 @click.option("--db", "db_path", default=None, type=click.Path(dir_okay=False),

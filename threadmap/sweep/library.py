@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadmap.errors import ThreadmapError
+from threadmap.sweep.library_sm90 import gemm3x_fields, is_3x, label3x
 
-#: the architectures whose 2.x kernels this sweep generates (the generator's ``GenerateSM80``)
-ARCHITECTURES = ("80",)
+#: the architectures this sweep generates, as the generator's ``--architectures`` names them,
+#: and the generator function of each (``90a``: ``GenerateSM90``'s 3.x collectives and 2.x kernels)
+ARCHITECTURES = ("80", "90a")
+_GENERATORS = {"80": "GenerateSM80", "90a": "GenerateSM90"}
 #: the CUDA version the generator is told by default: it gates some kernels on it, and a fixed
 #: default keeps two machines' sweeps comparable
 DEFAULT_CUDA_VERSION = "12.8"
@@ -68,6 +71,8 @@ class Configuration:
         f = self.fields
         if self.kind != "gemm":
             return self.kind
+        if "kernel_schedule" in f:
+            return label3x(f)
         ab = f"{f['element_a']}{f['layout_a']}{f['element_b']}{f['layout_b']}"
         return f"{f['family']} {f['opcode']} {ab} align{f['align_a']}/{f['align_b']}"
 
@@ -142,7 +147,10 @@ def other_fields(op: Any) -> dict[str, Any]:
 
 def configuration_key(kind: str, op: Any) -> tuple[str, dict[str, Any]]:
     """The canonical JSON key of a kernel's configuration and its fields."""
-    fields = gemm_fields(op) if kind == "gemm" else {"kind": kind, **other_fields(op)}
+    if kind == "gemm" and is_3x(op):
+        fields = gemm3x_fields(op)
+    else:
+        fields = gemm_fields(op) if kind == "gemm" else {"kind": kind, **other_fields(op)}
     return json.dumps(fields, sort_keys=True, separators=(",", ":")), fields
 
 
@@ -159,8 +167,8 @@ def generate(architectures: Sequence[str], kernels: str = "all",
 def _generate(architectures: tuple[str, ...], kernels: str, cuda_version: str) -> tuple[tuple[str, Any], ...]:
     bad = [a for a in architectures if a not in ARCHITECTURES]
     if bad or not architectures:
-        raise SweepError(f"--architectures {';'.join(architectures) or '(none)'}: the sweep generates the 2.x kernels "
-                         f"of {', '.join(ARCHITECTURES)} (CUTLASS's GenerateSM80); "
+        raise SweepError(f"--architectures {';'.join(architectures) or '(none)'}: the sweep generates the kernels "
+                         f"of {', '.join(ARCHITECTURES)} (CUTLASS's GenerateSM80, GenerateSM90); "
                          f"{', '.join(bad) or 'none given'} is not one of them")
     if not kernels.strip():
         raise SweepError("--kernels: give a filter (the generator's patterns, e.g. "
@@ -182,7 +190,7 @@ def _generate(architectures: tuple[str, ...], kernels: str, cuda_version: str) -
     try:
         manifest = Manifest(args)
         for arch in architectures:
-            getattr(g, f"GenerateSM{arch}")(manifest, args.cuda_version)
+            getattr(g, _GENERATORS[arch])(manifest, args.cuda_version)
     finally:
         for lg, lv in zip(quiet, levels, strict=True):
             lg.setLevel(lv)

@@ -28,6 +28,7 @@ from threadmap.sweep.library import (
     generate,
     group,
 )
+from threadmap.sweep.library_sm90 import SM90_FAMILIES, SM90_TMA_SCHEDULES
 from threadmap.sweep.store import Result, Store
 
 #: element types of the generator that have a spec name (the others: sub-byte, complex)
@@ -116,12 +117,15 @@ class SweepReport:
 
 
 def in_slice(cfg: Configuration) -> bool:
-    return cfg.kind == "gemm" and cfg.family in DEFAULT_MMA_FAMILIES
+    return cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)
 
 
 def prefilter(cfg: Configuration, digest: str) -> Result | None:
     """A configuration the generator already says cannot have a spec (no compile needed)."""
     f = cfg.fields
+    if "kernel_schedule" in f and not f["kernel_schedule"].startswith(SM90_TMA_SCHEDULES):
+        return _not_analysed(cfg, digest, "mainloop without TMA (cp.async or the builder's choice)",
+                             f"kernel schedule {f['kernel_schedule']}")
     for w in ("a", "b"):
         el = f[f"element_{w}"]
         if el not in SPEC_ELEMENTS:
@@ -141,12 +145,18 @@ def _not_analysed(cfg: Configuration, digest: str, kind: str, detail: str) -> Re
 def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], headers: str) -> list[Any]:
     """Extract one batch; per configuration a not-analysed Result or (digest, Written)."""
     from threadmap.sweep.extract import extract
+    from threadmap.sweep.extract_sm90 import extract as extract3x
     from threadmap.sweep.specs import NotAnalysed, spec_text
+    from threadmap.sweep.specs_sm90 import spec_text3x
 
+    # 3.x configurations (sm90a collectives) have their own extractor; each kind is one program
+    is3x = ["kernel_schedule" in c.fields for c in configs]
+    got = iter(extract([c for c, x in zip(configs, is3x, strict=True) if not x]))
+    got3x = iter(extract3x([c for c, x in zip(configs, is3x, strict=True) if x]))
     out: list[Any] = []
-    for cfg, digest, ex in zip(configs, digests, extract(configs), strict=True):
+    for cfg, digest, x in zip(configs, digests, is3x, strict=True):
         try:
-            out.append((digest, spec_text(cfg, ex, headers)))
+            out.append((digest, spec_text3x(cfg, next(got3x), headers) if x else spec_text(cfg, next(got), headers)))
         except NotAnalysed as e:
             out.append(_not_analysed(cfg, digest, e.kind, e.detail))
     return out
