@@ -834,7 +834,8 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4g}"
+    # counts are whole: print them whole, so that equal and unequal counts read as such
+    return "-" if x is None else f"{x:.0f}" if float(x).is_integer() else f"{x:.4g}"
 
 
 def _yes(x: bool | None) -> str:
