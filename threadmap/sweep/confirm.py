@@ -18,11 +18,19 @@ program once under ``ncu --clock-control none`` (the ``LDGSTS`` counters of
 :mod:`threadmap.gpu.profile`) and writes ``confirm.json`` and ``confirm.md``.
 
 The spec's grid copies one k-tile per block (``K / kK`` blocks deep); the kernel's blocks loop
-over the k-tiles: the same copies, so the counts compare, not only their ratios.  After its
-last k-tile the mainloop drains (``kStages - 1`` more stages of cp.async with every lane's
-predicate off), which no spec describes: the kernel is launched at the warning's sizes and with
-K doubled, and a finding is confirmed when measured minus predicted is the same at both
-launches (:func:`verdict`).
+over the k-tiles: the same copies.  The kernel issues more ``LDGSTS`` than its k-tiles: its
+mainloop (``MmaMultistage``, ``cutlass/gemm/threadblock/mma_multistage.h``) issues ``kStages - 1``
+stages in its prologue and one per mainloop iteration, ``K / kK + kStages - 1`` in all, and a stage
+beyond the last k-tile runs with its iterators' masks cleared: zero-filling in the prologue
+(``cp_async_zfill``: every lane writes zeros, the instruction is executed), every lane predicated
+off in the mainloop (``cp_async``, ``@P LDGSTS``: issued, not executed).  :func:`schedule` follows
+that control flow, :data:`MAINLOOP_PREMISES` checks it against the header and :func:`mainloop_form`
+against the program's SASS; :func:`account` adds to the spec's k-tiles the zero-filling stages'
+store wavefronts (:func:`threadmap.hardware.ldgsts_wavefronts` of the spec's shared addresses, no
+lane reading) and the predicated-off stages' instructions (issued, no wavefront: measured on the
+H200, ``docs/hardware.md``).  The kernel is launched at several K (:func:`launch_sizes`) and a
+finding is confirmed when every launch's counters are the account's and cost more than ideal
+(:func:`verdict`).
 """
 
 from __future__ import annotations
@@ -266,6 +274,20 @@ def program(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> str:
     raise ConfirmError(f"{kernel}: the generator makes no kernel of this name for sm80")
 
 
+def mainloop_of(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> tuple[list[int], int]:
+    """A generated kernel's threadblock tile (M, N, K) and its mainloop's stages, from the
+    generator's own description of it."""
+    try:
+        ops = generate(("80",), kernel, cuda_version)
+    except SweepError as e:
+        raise ConfirmError(str(e)) from None
+    for _, op in ops:
+        if op.procedural_name() == kernel:
+            td = op.tile_description
+            return [int(x) for x in td.threadblock_shape], int(td.stages)
+    raise ConfirmError(f"{kernel}: the generator makes no kernel of this name for sm80")
+
+
 def build(source: str) -> Path:
     """The program's executable (compile cache)."""
     from threadmap.gpu import toolchain
@@ -278,12 +300,14 @@ def build(source: str) -> Path:
 #: per side of a cp.async: the metric, the counts whose ratio it is, the ideal count
 SIDE_COUNTS = {"global": ("sectors_per_request", "sectors", "requests", "ideal_sectors"),
                "shared": ("wavefronts_per_instruction", "wavefronts", "instructions", "ideal_wavefronts")}
-
+#: per side, the counts the account predicts and the counters measure (all must be equal)
+COMPARED = {"global": ("sectors", "requests"), "shared": ("wavefronts", "sass_instructions", "issued")}
 
 @dataclass
 class Side:
-    """One side of the kernel's cp.async (``global``: sectors per request of their reads;
-    ``shared``: wavefronts per instruction of their writes), predicted and measured."""
+    """One side of the kernel's cp.async at one launch (``global``: sectors per request of their
+    reads; ``shared``: wavefronts per instruction of their writes), the account beside the
+    counters."""
 
     side: str
     metric: str
@@ -294,6 +318,94 @@ class Side:
     measured_raw: dict[str, float] = field(default_factory=dict)
     agrees: bool | None = None
     note: str = ""
+
+
+#: the header of the 2.x multistage mainloop, and the statements :func:`schedule` follows (a
+#: description, a regular expression over the header with its whitespace collapsed)
+MAINLOOP_HEADER = "cutlass/gemm/threadblock/mma_multistage.h"
+MAINLOOP_PREMISES = (
+    ("the prologue issues kStages - 1 stages, counting a k-tile off each",
+     r"for \(int stage = 0; stage < Base::kStages - 1; \+\+stage, --gemm_k_iterations\) \{ "
+     r"// Disable global fetching if done with global fetch iterations "
+     r"iterator_A\.clear_mask\(gemm_k_iterations == 0\); iterator_B\.clear_mask\(gemm_k_iterations == 0\);"),
+    ("the prologue's copies zero-fill where the mask is clear",
+     r"cutlass::arch::cp_async_zfill<kSrcBytes, kCacheOpA>\( dst_ptr \+ v, iterator_A\.get\(\), "
+     r"iterator_A\.valid\(\)\);.*cutlass::arch::cp_async_zfill<kSrcBytes, kCacheOpB>\( dst_ptr \+ v, "
+     r"iterator_B\.get\(\), iterator_B\.valid\(\)\);.*void gmem_wait"),
+    ("the mainloop's copies: zero-filling under kZfill, predicated (cp_async) otherwise",
+     r"if \(SharedMemoryClear == SharedMemoryClearOption::kZfill\) \{ cutlass::arch::cp_async_zfill<kSrcBytes, "
+     r"kCacheOpA>\( dst_ptr \+ v, gmem_ptr, iterator_A\.valid\(\)\); \} else \{ "
+     r"cutlass::arch::cp_async<kSrcBytes, kCacheOpA>\( dst_ptr \+ v, gmem_ptr, iterator_A\.valid\(\)\); \}"),
+    ("each mainloop iteration copies one stage, then counts a k-tile off and clears the masks at zero",
+     r"advance_smem_read_stage\(\); // Disable global fetching when done with global fetch iterations "
+     r"--gemm_k_iterations; iterator_A\.clear_mask\(gemm_k_iterations == 0\); "
+     r"iterator_B\.clear_mask\(gemm_k_iterations == 0\);"),
+    ("the mainloop clears the masks at zero before its first iteration",
+     r"void gemm_iters\(.*?PipeState pipe_state; // Disable global fetching if done with global fetch "
+     r"iterations iterator_A\.clear_mask\(gemm_k_iterations == 0\);"),
+    ("the mainloop runs while gemm_k_iterations > 1 - kStages",
+     r"for \(; gemm_k_iterations > \(-Base::kStages \+ 1\);\) \{ mac_loop_iter\("),
+    ("a cleared mask clears every predicate",
+     r"void clear_mask\(bool enable = true\) \{ CUTLASS_PRAGMA_UNROLL for \(int i = 0; i < "
+     r"kPredicateWordCount; \+\+i\) \{ predicates_\[i\] = enable \? 0u : predicates_\[i\];"),
+)
+
+
+def mainloop_premises(include: Path | None) -> list[str]:
+    """The statements of :data:`MAINLOOP_PREMISES` the CUTLASS headers under ``include`` do not
+    hold (empty: :func:`schedule` is their control flow)."""
+    if include is None:
+        return ["the CUTLASS headers were not found"]
+    try:
+        text = " ".join((include / MAINLOOP_HEADER).read_text().split())
+        text += " " + " ".join((include / "cutlass/transform/threadblock/predicated_tile_access_iterator.h")
+                               .read_text().split())
+    except OSError as e:
+        return [f"{MAINLOOP_HEADER}: {e.strerror or e}"]
+    return [what for what, pattern in MAINLOOP_PREMISES if not re.search(pattern, text, re.S)]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The copy stages one CTA's mainloop issues for ``k_tiles`` k-tiles: ``real`` (a k-tile's
+    copies), ``zero_fill`` (masks cleared, every lane writing zeros) and ``predicated_off``
+    (masks cleared, every lane predicated off)."""
+
+    k_tiles: int
+    real: int
+    zero_fill: int
+    predicated_off: int
+
+    @property
+    def issued(self) -> int:
+        return self.real + self.zero_fill + self.predicated_off
+
+
+def schedule(stages: int, k_tiles: int, mainloop_zfill: bool = False) -> Schedule:
+    """``MmaMultistage``'s copy stages, step by step as its C++ runs them (``prologue`` then
+    ``gemm_iters``; :data:`MAINLOOP_PREMISES`): ``gemm_k_iterations`` starts at the k-tiles, each
+    prologue stage counts one off, the masks are cleared when it reaches zero and stay so.
+    ``mainloop_zfill``: the kernel's ``SharedMemoryClear`` is ``kZfill`` (the mainloop's cleared
+    stages zero-fill instead of being predicated off)."""
+    if stages < 2 or k_tiles < 1:
+        raise ConfirmError(f"a multistage mainloop has >= 2 stages and >= 1 k-tile, got {stages}, {k_tiles}")
+    remaining, mask = k_tiles, True
+    real = zero_fill = off = 0
+    for _ in range(stages - 1):                   # prologue: cp_async_zfill
+        mask = mask and remaining != 0
+        real, zero_fill = real + mask, zero_fill + (not mask)
+        remaining -= 1
+    mask = mask and remaining != 0                # gemm_iters
+    while remaining > 1 - stages:                 # mac_loop_iter: one stage of copies
+        if mask:
+            real += 1
+        elif mainloop_zfill:
+            zero_fill += 1
+        else:
+            off += 1
+        remaining -= 1
+        mask = mask and remaining != 0
+    return Schedule(k_tiles, real, zero_fill, off)
 
 
 def cp_async_stages(spec: str) -> dict[int, str]:
@@ -339,6 +451,60 @@ def predict(spec: str, sizes: dict[str, int], name: str = "spec") -> tuple[dict[
     return counts, info
 
 
+def cleared_stage(spec: str, sizes: dict[str, int], name: str = "spec") -> dict[str, float]:
+    """One copy stage of every CTA with its masks cleared (the spec at ``sizes``, whose K is one
+    k-tile): its warp ``instructions``, and the ``wavefronts`` and ``ideal_wavefronts`` of its
+    shared writes when every lane zero-fills (:func:`threadmap.hardware.ldgsts_wavefronts` of
+    the spec's shared addresses, no lane reading global memory)."""
+    import numpy as np
+
+    import threadmap.api as api
+    from threadmap import hardware as hw
+    from threadmap.spec.load import loads_spec
+
+    loaded = loads_spec(spec, "yaml", name)
+    model = api.models(loaded, sizes)[0]
+    tables = api.simulate(loaded, sizes=sizes, blocks=np.arange(model.num_blocks))
+    copies = cp_async_stages(spec)
+    out = {"instructions": 0.0, "wavefronts": 0.0, "ideal_wavefronts": 0.0, "ctas": float(model.num_blocks),
+           "warps": float(-(-model.threads // hw.WARP_SIZE))}
+    for _, dst in tables:
+        if dst.stage not in copies or dst.memory != "shared":
+            continue
+        v = dst.vec
+        n = len(dst) // dst.instruction_rows
+        addr = dst.addr[::v].reshape(n, hw.WARP_SIZE)
+        real = np.ones_like(addr, dtype=bool) if dst.valid is None else dst.valid[::v].reshape(n, hw.WARP_SIZE)
+        memo: dict[tuple[int, ...], hw.Wavefronts] = {}
+        for i in range(n):
+            lanes = tuple(int(addr[i, j]) if real[i, j] else -1 for j in range(hw.WARP_SIZE))
+            base = min((a for a in lanes if a >= 0), default=0) // hw.LINE_BYTES * hw.LINE_BYTES
+            key = tuple(a - base if a >= 0 else -1 for a in lanes)  # the banks repeat every 128 bytes
+            if key not in memo:
+                memo[key] = hw.ldgsts_wavefronts([(j, a, None) for j, a in enumerate(key) if a >= 0],
+                                                 dst.access_bytes)
+            w = memo[key]
+            out["instructions"] += 1.0 if w.ideal else 0.0
+            out["wavefronts"] += w.wavefronts
+            out["ideal_wavefronts"] += w.ideal
+    return out
+
+
+def account(real: dict[str, dict[str, float]], cleared: dict[str, float], sch: Schedule) -> dict[str, dict[str, float]]:
+    """The kernel's counts at one launch: the spec's k-tiles (``real``, :func:`predict`), and per
+    CTA ``sch.zero_fill`` stages executed with every lane zero-filling (their store wavefronts, no
+    global request) and ``sch.predicated_off`` stages issued with every lane off (no wavefront,
+    not executed: measured on the H200, ``docs/hardware.md``); ``cleared`` is one such stage of
+    every CTA (:func:`cleared_stage`)."""
+    g, sh = real["global"], real["shared"]
+    executed = sh["instructions"] + sch.zero_fill * cleared["instructions"]
+    return {"global": {"sectors": g["sectors"], "requests": g["requests"], "ideal_sectors": g["ideal_sectors"]},
+            "shared": {"wavefronts": sh["wavefronts"] + sch.zero_fill * cleared["wavefronts"],
+                       "instructions": executed, "sass_instructions": executed,
+                       "issued": executed + sch.predicated_off * cleared["instructions"],
+                       "ideal_wavefronts": sh["ideal_wavefronts"] + sch.zero_fill * cleared["ideal_wavefronts"]}}
+
+
 def counters(row: dict[str, str]) -> dict[str, dict[str, float]]:
     """One kernel's ``LDGSTS`` counts from its ncu row, by side (those this ncu measured):
     :data:`threadmap.gpu.profile.LDGSTS_METRICS`' sectors and requests, and shared wavefronts
@@ -369,10 +535,10 @@ def _same(a: float, b: float) -> bool:
 
 
 def judge(side: str, predicted: dict[str, float], measured: dict[str, float], bypass: bool = False) -> Side:
-    """One side, predicted beside measured: it agrees when the ratio and both counts it is made
-    of are the predicted ones.  ``bypass``: the kernel's cp.async is the bypassing form
-    (``LDGSTS.BYPASS``), whose shared writes the counters do not give by address (measured,
-    not compared)."""
+    """One side at one launch, the account beside the counters: it agrees when every count of
+    :data:`COMPARED` both hold is the account's (and so the ratio).  ``bypass``: the kernel's
+    cp.async is the bypassing form (``LDGSTS.BYPASS``), whose shared writes the counters do not
+    give by address (measured, not compared)."""
     from threadmap.gpu.profile import NOT_COMPARABLE
 
     metric, num, den, ideal = SIDE_COUNTS[side]
@@ -390,17 +556,25 @@ def judge(side: str, predicted: dict[str, float], measured: dict[str, float], by
     if sd.predicted is None:
         sd.note = "nothing predicted"
         return sd
-    totals = _same(predicted[num], measured[num]) and _same(predicted[den], measured[den])
-    sd.agrees = _same(sd.predicted, sd.measured) and totals
-    if not totals:
-        sd.note = (f"{num} {measured[num]:g} (predicted {predicted[num]:g}), {den} {measured[den]:g} "
-                   f"(predicted {predicted[den]:g})")
+    keys = [k for k in COMPARED[side] if k in predicted and k in measured]
+    off = [k for k in keys if not _same(predicted[k], measured[k])]
+    sd.agrees = not off
+    if off:
+        sd.note = ", ".join(f"{k} {measured[k]:g} (account {predicted[k]:g})" for k in off)
     return sd
+
+
+def _zero_filling(operands: str) -> bool:
+    # the zero-fill form takes the predicate as its last operand (``LDGSTS [R], [R.64], P0``)
+    last = operands.replace(" ", "").split(",")[-1]
+    return bool(re.fullmatch(r"!?(P[0-6T]|UP[0-6T])", last))
 
 
 def sass_ldgsts(exe: Path) -> dict[str, Any]:
     """The executable's ``LDGSTS`` instructions: their widths (bits), whether any is the
-    bypassing form, how many; empty without cuobjdump."""
+    bypassing form, how many, and how many of each form outside and inside loops (``prologue``
+    and ``mainloop``: ``zfill``, the zero-fill form, ``guarded``, ``@P`` without it, ``plain``);
+    empty without cuobjdump."""
     from threadmap.gpu import toolchain
     from threadmap.gpu.sass import parse_sass
 
@@ -411,8 +585,31 @@ def sass_ldgsts(exe: Path) -> dict[str, Any]:
     except toolchain.ToolchainError as e:
         return {"error": str(e)[:300]}
     ldgsts = [m for k in kernels for m in k.memory() if m.opcode == "LDGSTS"]
+    forms: dict[str, dict[str, int]] = {"prologue": {}, "mainloop": {}}
+    for m in ldgsts:
+        form = "zfill" if _zero_filling(m.instruction.operands) else "guarded" if m.predicated else "plain"
+        where = forms["mainloop" if m.in_loop else "prologue"]
+        where[form] = where.get(form, 0) + 1
     return {"widths": sorted({m.bits for m in ldgsts}),
-            "bypass": any("BYPASS" in m.instruction.modifiers for m in ldgsts), "static_instructions": len(ldgsts)}
+            "bypass": any("BYPASS" in m.instruction.modifiers for m in ldgsts), "static_instructions": len(ldgsts),
+            **forms}
+
+
+def mainloop_form(sass: dict[str, Any], stages: int, per_stage: int) -> tuple[bool | None, str]:
+    """Whether the mainloop's cleared stages zero-fill (True) or are predicated off (False),
+    read from the program's ``LDGSTS`` (:func:`sass_ldgsts`): the prologue unrolled, ``kStages -
+    1`` stages of ``per_stage`` zero-fill instructions per thread, the mainloop's loop one stage
+    of one form.  None, and why, when the SASS is not that."""
+    if "prologue" not in sass:
+        return None, "no SASS read"
+    pro, loop = sass["prologue"], sass["mainloop"]
+    if pro != {"zfill": (stages - 1) * per_stage}:
+        return None, f"the prologue's LDGSTS are {pro}, not {stages - 1} stages of {per_stage} zero-filling ones"
+    if loop == {"guarded": per_stage}:
+        return False, ""
+    if loop == {"zfill": per_stage}:
+        return True, ""
+    return None, f"the mainloop's LDGSTS are {loop}, not one stage of {per_stage} of one form"
 
 
 def measure(ncu: str, exe: Path, launches: Sequence[dict[str, int]], metrics: Sequence[str],
@@ -451,12 +648,13 @@ def measure(ncu: str, exe: Path, launches: Sequence[dict[str, int]], metrics: Se
 MANIFEST = "manifest.json"
 
 
-def sizes_pair(sizes: dict[str, int]) -> list[dict[str, int]]:
-    """The launches of a target: at the warning's sizes, and with K doubled.  What the kernel
-    does beyond the spec's copies is the same in both (the epilogue; the mainloop's drain after
-    the last k-tile, ``kStages - 1`` stages of cp.async with every lane's predicate off), so
-    measured minus predicted is the same at both launches when the prediction holds."""
-    return [dict(sizes), {**sizes, "K": 2 * sizes["K"]}]
+def launch_sizes(sizes: dict[str, int], tile_k: int, stages: int) -> list[dict[str, int]]:
+    """The launches of a target: the warning's sizes first, then K of one k-tile (``kStages - 2``
+    zero-filling stages: their cost), ``kStages - 1`` and ``kStages + 1`` k-tiles (no zero-fill,
+    the same ``kStages - 1`` predicated-off stages: the k-tiles' cost apart from the drain's)."""
+    first = sizes["K"] // tile_k
+    tiles = [first, *sorted({1, stages - 1, stages + 1} - {first})]
+    return [{**sizes, "K": t * tile_k} for t in tiles]
 
 
 def prepare(db: Path, folder: Path, kernels: Sequence[str] = (), compile_programs: bool = True,
@@ -503,68 +701,89 @@ def load_manifest(folder: Path) -> list[Target]:
 
 @dataclass
 class Confirmation:
-    """One target measured.  Per side: ``launches[i]``'s prediction beside its counters, and
-    what the counters hold beyond the prediction at each launch (``beyond``).  A finding kind
-    is confirmed when its side's counts beyond the prediction are the same at both launches
-    and make no sector or wavefront: every cp.async the spec describes costs what the
-    verifier says, and what else the kernel issues (the drain's instructions with every lane
-    off) costs nothing."""
+    """One target measured.  Per launch (``launches``, with the ``schedule`` of each CTA's copy
+    stages): per side the account beside the counters (``sides``) and what the counters hold
+    beyond the account (``residual``).  A finding kind is confirmed when on its side every
+    launch's counters are the account's and cost more than its ideal (:func:`verdict`)."""
 
     kernel: str
     label: str
     kinds: list[str]
     launches: list[dict[str, int]]
+    tile: list[int] = field(default_factory=list)
+    stages: int = 0
+    mainloop_zfill: bool | None = None
+    schedule: list[dict[str, int]] = field(default_factory=list)
+    cleared: dict[str, float] = field(default_factory=dict)
     sass: dict[str, Any] = field(default_factory=dict)
     sides: dict[str, list[Side]] = field(default_factory=dict)
-    beyond: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    residual: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     confirmed: dict[str, bool | None] = field(default_factory=dict)
     prediction: list[dict[str, Any]] = field(default_factory=list)
     program: str = ""      # what the program printed (its launches)
     note: str = ""
 
 
-def verdict(side: str, sides: Sequence[Side], beyond: Sequence[dict[str, float]]) -> bool | None:
-    """Whether one side's finding is confirmed by its launches (see :class:`Confirmation`);
-    None when it was not measured or cannot be compared."""
-    _, num, den, _ = SIDE_COUNTS[side]
-    if any(s.measured is None or s.predicted is None for s in sides) or len(beyond) != len(sides) \
-            or any(num not in b or den not in b for b in beyond) or any(s.note.startswith("not comparable")
-                                                                      for s in sides):
+def verdict(side: str, sides: Sequence[Side]) -> bool | None:
+    """Whether one side's finding is confirmed by its launches: at every launch the counters
+    are the account's (:func:`judge`) and cost more than ideal (the finding is real); None when
+    it was not measured or cannot be compared."""
+    _, num, _, ideal = SIDE_COUNTS[side]
+    if not sides or any(s.agrees is None for s in sides):
         return None
-    worse = all(s.ideal is not None and s.predicted is not None and s.predicted > s.ideal for s in sides)
-    constant = all(_same(b[k], beyond[0][k]) for b in beyond for k in (num, den))
-    return bool(worse and constant)
+    worse = all(s.measured_raw.get(num, 0.0) > s.predicted_raw.get(ideal, float("inf")) for s in sides)
+    return bool(worse and all(s.agrees for s in sides))
 
 
 def confirm_target(t: Target, exe: Path | None, ncu: str | None, metrics: Sequence[str],
                    out: Path | None = None) -> Confirmation:
     """Predict and measure one target (see the module docstring)."""
-    launches = sizes_pair(t.sizes)
-    c = Confirmation(t.kernel, t.label, list(t.kinds), launches)
-    preds = []
-    for s in launches:
-        counts, info = predict(t.spec, s, t.kernel)
-        preds.append(counts)
-        c.prediction.append(info)
+    from threadmap.gpu import toolchain
+
+    tile, stages = mainloop_of(t.kernel)
+    launches = launch_sizes(t.sizes, tile[2], stages)
+    c = Confirmation(t.kernel, t.label, list(t.kinds), launches, tile, stages)
+    unheld = mainloop_premises(toolchain.cutlass_include())
+    notes = [f"the mainloop's source does not hold: {p}" for p in unheld]
+    cleared = cleared_stage(t.spec, {**t.sizes, "K": tile[2]}, t.kernel)
+    c.cleared = cleared
     bypass = any("CACHEGLOBAL" in a for a in cp_async_stages(t.spec).values())
     if exe is not None:
         c.sass = sass_ldgsts(exe)
         bypass = bypass or bool(c.sass.get("bypass"))
+        per_thread = cleared["instructions"] / (cleared["ctas"] * cleared["warps"])  # one LDGSTS a thread
+        c.mainloop_zfill, why = mainloop_form(c.sass, stages, int(per_thread))
+        if why:
+            notes.append(why)
+    preds = []
+    for s in launches:
+        real, info = predict(t.spec, s, t.kernel)
+        sch = schedule(stages, -(-s["K"] // tile[2]), bool(c.mainloop_zfill))
+        c.schedule.append(asdict(sch))
+        preds.append(account(real, cleared, sch))
+        c.prediction.append(info)
     meas: list[dict[str, dict[str, float]]] = []
     if exe is None or ncu is None:
-        c.note = "not measured: " + ("no ncu" if ncu is None else "the program did not build")
+        notes.append("not measured: " + ("no ncu" if ncu is None else "the program did not build"))
     else:
-        rows, text, c.note = measure(ncu, exe, launches, metrics)
+        rows, text, note = measure(ncu, exe, launches, metrics)
+        notes.append(note)
         c.program = "\n".join(ln for ln in text.splitlines() if ln.startswith("TM-CONFIRM"))
         if out is not None:
             (out / f"ncu_{t.kernel}.csv").write_text(text)
         meas = [counters(r) for r in rows] if len(rows) == len(launches) else []
+    c.note = "; ".join(n for n in notes if n)
+    # the account rests on the mainloop's source and the program's SASS: without them no verdict
+    trusted = not unheld and c.mainloop_zfill is not None
     for side in SIDE_COUNTS:
         c.sides[side] = [judge(side, p[side], meas[i][side] if meas else {}, bypass) for i, p in enumerate(preds)]
-        c.beyond[side] = [minus(meas[i][side], p[side]) for i, p in enumerate(preds)] if meas else []
+        if not trusted:
+            for sd in c.sides[side]:
+                sd.agrees = None
+        c.residual[side] = [minus(meas[i][side], p[side]) for i, p in enumerate(preds)] if meas else []
     for label in t.kinds:
         side = SIDES[label.split(": ", 1)[1].split(" ", 1)[0]]
-        c.confirmed[label] = verdict(side, c.sides[side], c.beyond[side])
+        c.confirmed[label] = verdict(side, c.sides[side])
     return c
 
 
@@ -615,7 +834,8 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4g}"
+    # counts are whole: print them whole, so that equal and unequal counts read as such
+    return "-" if x is None else f"{x:.0f}" if float(x).is_integer() else f"{x:.4g}"
 
 
 def _yes(x: bool | None) -> str:
@@ -623,28 +843,32 @@ def _yes(x: bool | None) -> str:
 
 
 def markdown(results: Sequence[Confirmation], device: str = "") -> str:
-    """The table of the confirmations: per finding kind and kernel, the side it is measured on,
-    the verifier's cost per request (ideal) and its counts, the counters' counts at the same
-    launch, what the counters hold beyond the prediction at both launches, and the verdict."""
+    """The table of the confirmations: per finding kind, kernel and launch, the copy stages
+    each CTA issues (k-tiles, zero-filling, predicated off), the side it is measured on, the
+    account's counts and ideal, the counters', and the verdict of the kind (all its launches)."""
     lines = [f"Measured on {device or 'the GPU'} with `ncu --clock-control none` "
              "(`python3 -m threadmap.sweep.confirm run`).", "",
-             "| finding kind | kernel | M, N, K | side | predicted per request (ideal) | predicted | measured | "
-             "measured - predicted (K, 2K) | confirmed |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| finding kind | kernel | M, N, K | stages per CTA (k-tiles + zero-fill + off) | side | "
+             "account (ideal) | measured | confirmed |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in results:
-        s0 = c.launches[0]
         for label in c.kinds:
             side = SIDES[label.split(": ", 1)[1].split(" ", 1)[0]]
-            metric, num, den, _ = SIDE_COUNTS[side]
-            sd = c.sides[side][0]
-            pr = f"{_num(sd.predicted_raw.get(num))} / {_num(sd.predicted_raw.get(den))}"
-            me = (f"{_num(sd.measured_raw.get(num))} / {_num(sd.measured_raw.get(den))}"
-                  if num in sd.measured_raw and den in sd.measured_raw else "-")
-            bey = "; ".join(f"{_num(b.get(num))} / {_num(b.get(den))}" for b in c.beyond[side]) or "-"
-            notes = "; ".join(dict.fromkeys(n for n in (sd.note, c.note) if n))
-            lines.append(f"| {label} | `{c.kernel}` | {s0['M']}, {s0['N']}, {s0['K']} | {side} cp.async "
-                         f"({num} / {den}) | {_num(sd.predicted)} ({_num(sd.ideal)}) | {pr} | {me} | {bey} | "
-                         f"{_yes(c.confirmed.get(label))}{f' ({notes})' if notes else ''} |")
+            keys = COMPARED[side]
+            ideal = SIDE_COUNTS[side][3]
+            for i, s0 in enumerate(c.launches):
+                sd = c.sides[side][i]
+                sch = c.schedule[i] if i < len(c.schedule) else {}
+                acc = " / ".join(_num(sd.predicted_raw.get(k)) for k in keys)
+                me = " / ".join(_num(sd.measured_raw.get(k)) for k in keys) if sd.measured_raw else "-"
+                notes = "; ".join(dict.fromkeys(n for n in (sd.note, c.note if i == 0 else "") if n))
+                verdict_cell = _yes(c.confirmed.get(label)) if i == 0 else ""
+                lines.append(f"| {label if i == 0 else ''} | {f'`{c.kernel}`' if i == 0 else ''} | "
+                             f"{s0['M']}, {s0['N']}, {s0['K']} | {sch.get('real', '-')} + "
+                             f"{sch.get('zero_fill', '-')} + {sch.get('predicated_off', '-')} | "
+                             f"{side} ({' / '.join(keys)}) | {acc} "
+                             f"({_num(sd.predicted_raw.get(ideal))}) | {me} | "
+                             f"{verdict_cell}{f' ({notes})' if notes else ''} |")
     return "\n".join(lines) + "\n"
 
 
