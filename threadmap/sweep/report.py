@@ -77,11 +77,11 @@ def measured(entry: dict[str, Any]) -> str:
     w: dict[str, Any] = entry.get("witness") or {}
     check = entry.get("check", "")
     if check == "coalescing" and (q := sectors_per_128(s)) is not None:
-        text = f"{_g(q[0])} sectors per 128 B (ideal {_g(q[1])}), {s.get('access_bits')}-bit accesses"
+        text = f"{_g(q[0])} sectors per 128 B (ideal {_g(q[1])}), {s.get('access_bits')}-bit"
         return text + (f", {s['misaligned']} misaligned" if s.get("misaligned") else "")
     if check == "bank_conflicts" and (q := wavefronts_per_instruction(s)) is not None:
         return (f"{_g(q[0])} wavefronts per instruction (ideal {_g(q[1])}, at most {s.get('max_wavefronts')}), "
-                f"{s.get('access_bits')}-bit accesses")
+                f"{s.get('access_bits')}-bit")
     if check in ("coverage", "grid_coverage"):
         parts = [f"{k.replace('_', ' ')} {s[k]}" for k in ("missing", "duplicates", "out_of_tile", "out_of_bounds",
                                                           "aliased") if s.get(k)]
@@ -112,8 +112,8 @@ class Group:
     family: str                # opcode class, element types and layouts, alignments (the configuration's label)
     configurations: int = 0
     kernels: int = 0
-    #: "operand: measured quantity" -> configurations
-    measured: dict[str, int] = field(default_factory=dict)
+    #: "operand: measured quantity" -> the tiles (as :func:`tile_of`) of the configurations that measure it
+    measured: dict[str, list[str]] = field(default_factory=dict)
     #: "kMxkNxkK/stages" -> configurations
     tiles: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
@@ -157,7 +157,7 @@ def groups(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLORE
                 t = tile_of(c.get("fields") or {})
                 g.tiles[t] = g.tiles.get(t, 0) + 1
                 for m in sorted({f"{_operand(e)}: {measured(e)}" for e in mine}):
-                    g.measured[m] = g.measured.get(m, 0) + 1
+                    g.measured.setdefault(m, []).append(t)
                 for k in sorted({str(e.get("kind", "")) for e in mine} - {""}):
                     g.kinds[k] = g.kinds.get(k, 0) + 1
     return sorted(out.values(), key=lambda g: (g.what != "finding", -g.kernels, g.check, g.family))
@@ -231,6 +231,14 @@ def _figure(w: float, h: float) -> Any:
     return Figure(figsize=(w, h), layout="constrained")
 
 
+def _colours(ss: Sequence[Sample]) -> dict[int, str]:
+    """One colour per access width, the same in every plot."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {b: cmap(i % 10) for i, b in enumerate(sorted({s.access_bits for s in ss}))}
+
+
 def plot_distribution(ss: Sequence[Sample], check: str, title: str) -> str:
     """Operands per measured value, stacked by access width (the ideal differs per width)."""
     mine = [s for s in ss if s.check == check]
@@ -240,14 +248,16 @@ def plot_distribution(ss: Sequence[Sample], check: str, title: str) -> str:
     widths = sorted({(s.access_bits, s.ideal) for s in mine})
     x = list(range(len(values)))
     bottom = [0] * len(values)
+    colour = _colours(ss)
     for bits, ideal in widths:
         n = Counter(s.value for s in mine if (s.access_bits, s.ideal) == (bits, ideal))
         h = [n.get(v, 0) for v in values]
-        ax.bar(x, h, bottom=bottom, label=f"{bits}-bit accesses (ideal {_g(ideal)})")
+        ax.bar(x, h, bottom=bottom, color=colour[bits], label=f"{bits}-bit accesses (ideal {_g(ideal)})")
         bottom = [a + b for a, b in zip(bottom, h, strict=True)]
     ax.set_xticks(x, [_g(v) for v in values])
     ax.set_xlabel(title)
     ax.set_ylabel("operands (A or B of a configuration)")
+    ax.set_ylim(0, max(bottom, default=0) * 1.15 + 1)
     if widths:
         ax.legend(fontsize="small")
     return _svg(fig)
@@ -262,12 +272,17 @@ def plot_tiles(ss: Sequence[Sample]) -> str:
     fig = _figure(max(6.4, 0.45 * len(tiles) + 2), 5.2)
     axes = fig.subplots(2, 1, sharex=True)
     rng = np.random.default_rng(0)   # the jitter: the same page from the same data
+    colour = _colours(ss)
+    index = {t: i for i, t in enumerate(tiles)}
     for ax, (check, title) in zip(axes, _PLOT_CHECKS, strict=True):
-        for i, t in enumerate(tiles):
-            ys = [s.value / s.ideal for s in ss if s.check == check and s.tile.split("/")[0] == t and s.ideal]
-            ax.scatter(i + rng.uniform(-0.25, 0.25, len(ys)), ys, s=9, alpha=0.5)
+        for bits in colour:
+            mine = [s for s in ss if s.check == check and s.access_bits == bits and s.ideal]
+            xs = np.array([index[s.tile.split("/")[0]] for s in mine], dtype=float)
+            ax.scatter(xs + rng.uniform(-0.3, 0.3, len(xs)), [s.value / s.ideal for s in mine], s=9, alpha=0.45,
+                       color=colour[bits], label=f"{bits}-bit accesses")
         ax.set_ylabel(f"{title}\n÷ ideal", fontsize="small")
         ax.axhline(1, color="gray", linewidth=0.8)
+    axes[0].legend(fontsize="small")
     axes[-1].set_xticks(range(len(tiles)), tiles, rotation=60, ha="right", fontsize="small")
     axes[-1].set_xlabel("threadblock tile (kM x kN x kK)")
     return _svg(fig)
@@ -281,7 +296,8 @@ table{border-collapse:collapse;margin:.6em 0;width:100%}th,td{border:1px solid #
 vertical-align:top;text-align:left}th{background:#f4f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:.92em}.muted{color:#666}details summary{cursor:pointer}ul.k{margin:.3em 0;padding-left:1.2em;
 max-height:14em;overflow:auto;font:12px monospace}figure{margin:1em 0}figcaption{color:#555;font-size:.92em}
-svg{max-width:100%;height:auto}.finding{color:#b00020}.warning{color:#8a5a00}
+svg{max-width:100%;height:auto}td:nth-child(5){min-width:24em}td:last-child code{word-break:break-all}
+td:nth-child(2){min-width:9em}.finding{color:#b00020}.warning{color:#8a5a00}
 """
 
 
@@ -298,6 +314,13 @@ def _counts(d: dict[str, int]) -> str:
                        for k, n in sorted(d.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _measured(d: dict[str, list[str]]) -> str:
+    """Each measured quantity, its configurations and (folded) their tiles."""
+    return "".join(f"<details><summary>{escape(k)} <span class=\"muted\">({len(ts)})</span></summary>"
+                   f"<span class=\"muted\">{escape(', '.join(ts))}</span></details>"
+                   for k, ts in sorted(d.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
 def _group_rows(gs: Sequence[Group], spec_links: bool) -> list[list[str]]:
     rows = []
     for g in gs:
@@ -309,7 +332,7 @@ def _group_rows(gs: Sequence[Group], spec_links: bool) -> list[list[str]]:
                    + "".join(f"<li>{escape(k)}</li>" for k in g.kernel_names) + "</ul></details>")
         rows.append([f"<span class=\"{escape(g.what)}\">{escape(g.check)}</span>"
                      + (f"<br><span class=\"muted\">{escape(', '.join(g.kinds))}</span>" if g.kinds else ""),
-                     escape(g.family), str(g.configurations), kernels, _counts(g.measured),
+                     escape(g.family), str(g.configurations), kernels, _measured(g.measured),
                      f"<details><summary>{len(g.tiles)} tiles</summary>{_counts(g.tiles)}</details>",
                      spec + f"<br><span class=\"muted\">{escape(g.message)}</span>"])
     return rows
