@@ -212,13 +212,13 @@ def grouped(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLOR
 _PLOT_CHECKS = (("coalescing", "global sectors per 128 B"), ("bank_conflicts", "shared wavefronts per cp.async"))
 
 
-def _svg(fig: Any) -> str:
+def _svg(fig: Any, name: str) -> str:
     """A matplotlib figure as an inline <svg> element (no XML header, no metadata, text kept as
-    text, ids stable from run to run)."""
+    text; its ids stable from run to run and, salted with ``name``, unique in the page)."""
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "threadmap"}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"threadmap-{name}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -231,7 +231,7 @@ def _figure(w: float, h: float) -> Any:
     return Figure(figsize=(w, h), layout="constrained")
 
 
-def _colours(ss: Sequence[Sample]) -> dict[int, str]:
+def _colours(ss: Sequence[Sample]) -> dict[int, Any]:
     """One colour per access width, the same in every plot."""
     from matplotlib import colormaps
 
@@ -260,7 +260,7 @@ def plot_distribution(ss: Sequence[Sample], check: str, title: str) -> str:
     ax.set_ylim(0, max(bottom, default=0) * 1.15 + 1)
     if widths:
         ax.legend(fontsize="small")
-    return _svg(fig)
+    return _svg(fig, check)
 
 
 def plot_tiles(ss: Sequence[Sample]) -> str:
@@ -285,7 +285,7 @@ def plot_tiles(ss: Sequence[Sample]) -> str:
     axes[0].legend(fontsize="small")
     axes[-1].set_xticks(range(len(tiles)), tiles, rotation=60, ha="right", fontsize="small")
     axes[-1].set_xlabel("threadblock tile (kM x kN x kK)")
-    return _svg(fig)
+    return _svg(fig, "tiles")
 
 
 # --- the page ------------------------------------------------------------------------------------
