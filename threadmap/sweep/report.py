@@ -131,7 +131,10 @@ def tile_of(fields: dict[str, Any]) -> str:
 
 
 def _operand(entry: dict[str, Any]) -> str:
-    return str(entry.get("tensor") or f"stage {entry.get('stage')}")
+    """The tensor an entry's stage side names; a kernel check's (dataflow) has none."""
+    if entry.get("tensor"):
+        return str(entry["tensor"])
+    return "kernel" if entry.get("stage") is None else f"stage {entry['stage']}"
 
 
 def groups(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLORER) -> list[Group]:
