@@ -272,7 +272,7 @@ def plot_tiles(ss: Sequence[Sample]) -> str:
     import numpy as np
 
     tiles = sorted({s.tile.split("/")[0] for s in ss}, key=lambda t: [int(v) for v in t.split("x") if v.isdigit()])
-    fig = _figure(max(6.4, 0.45 * len(tiles) + 2), 5.2)
+    fig = _figure(min(12.0, max(6.4, 0.3 * len(tiles) + 2)), 5.2)
     axes = fig.subplots(2, 1, sharex=True)
     rng = np.random.default_rng(0)   # the jitter: the same page from the same data
     colour = _colours(ss)
