@@ -3,8 +3,9 @@ against the real server (uvicorn on a free loopback port, a temporary SQLite sto
 
 What a user does: load an example and run it (PASS), run a failing spec and click its finding
 (the spec line is highlighted), hover a heat-map cell (its tooltip text), follow the permalink
-in a new page, paste an invalid spec (the 422 message and its line), use the layout
-calculator -- and a spec whose name is markup never runs as script.
+in a new page, open a spec handed over in the link's fragment, paste an invalid spec (the 422
+message and its line), use the layout calculator -- and a spec whose name is markup never
+runs as script.
 
 Screenshots go to pytest's temporary directory; ``docs/img/explorer.png`` (the README's
 picture) is written when it is missing or when ``THREADMAP_SCREENSHOTS=1``.
@@ -229,6 +230,29 @@ def test_markup_in_spec_never_runs(page: Any, shots: Path) -> None:
     assert page.inner_text("#inspector") == "T0 V0 <b>"
     page.wait_for_timeout(200)
     assert page.evaluate("window.__pwned") is None
+
+
+def test_a_spec_in_the_link_fragment_is_loaded_as_text(page: Any, server: Server) -> None:
+    """The sweep report's links: ``/#spec=`` and the spec in base64url opens it in the editor,
+    as text (a name that is markup never runs), ready to run; a fragment that does not decode
+    says so."""
+    from threadmap.sweep.report import explorer_link
+
+    name = '<img src=x onerror="window.__pwned = 1">é'
+    text = re.sub(r"(?m)^name: .*$", lambda _: f"name: '{name}'", SWIZZLED)
+    page.goto(explorer_link(server.url + "/", text))
+    page.wait_for_function("document.getElementById('spec').value.includes('__pwned')")
+    assert page.input_value("#spec") == text
+    _run(page, "pass")
+    assert page.inner_text(".run .spec-name") == name
+    page.wait_for_timeout(200)  # an onerror would have fired by now
+    assert page.evaluate("window.__pwned") is None
+    # another link in the same page (the fragment changes, nothing is loaded from the server)
+    page.goto(explorer_link(server.url + "/", ROW_SMEM))
+    page.wait_for_function("(s) => document.getElementById('spec').value === s", arg=ROW_SMEM)
+    page.goto(server.url + "/#spec=%%%")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "could not be read" in page.inner_text("#error")
 
 
 def test_invalid_spec_shows_the_message_and_line(page: Any, shots: Path) -> None:

@@ -140,11 +140,11 @@ def test_a_finding_is_reported_with_its_spec_and_exit_1(tmp_path: Path, extracte
     verify_text = run_mod.verify_text
 
     def failing(text: str, name: str) -> Any:
-        status, findings, warnings, secs, err = verify_text(text, name)
+        status, findings, warnings, costs, secs, err = verify_text(text, name)
         if "simt" in name:
             return "fail", [{"check": "predicates", "stage": 0, "side": "src", "sizes": {"M": 1},
-                             "message": "planted"}], warnings, secs, err
-        return status, findings, warnings, secs, err
+                             "message": "planted"}], warnings, costs, secs, err
+        return status, findings, warnings, costs, secs, err
 
     monkeypatch.setattr(run_mod, "verify_text", failing)
     out = tmp_path / "out"
@@ -156,3 +156,49 @@ def test_a_finding_is_reported_with_its_spec_and_exit_1(tmp_path: Path, extracte
     assert f["specs"] == ["cutlass_simt_sgemm_128x128_8x4_tn_align1.yaml"]
     spec = out / f["specs"][0]
     assert spec.exists() and "PitchLinearStripminedThreadMap" in spec.read_text()
+
+
+def test_verify_text_keeps_a_failing_check_and_the_costs(extracted: dict[str, Extracted]) -> None:
+    """A check that fails makes the configuration fail (the check results' status is upper
+    case), each entry keeps its summary's numbers, and the costs of every copy side are kept."""
+    import yaml
+
+    import threadmap.api as api
+    from tests.sweep.conftest import by_kernel
+    from threadmap.spec.load import loads_spec
+    from threadmap.sweep.library import generate, group
+    from threadmap.sweep.specs import spec_text
+
+    name = "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_nt_align2"
+    cfg = by_kernel(group(generate(("80",), name)), name)
+    text = spec_text(cfg, extracted[name], "test").text
+    doc = yaml.safe_load(text)
+    # B's shared buffer folded onto half its rows: two threads write each cell
+    rows, cols = doc["stages"][1]["copy"]["src"]["tile"]
+    doc["tensors"]["sB"]["layout"] = f"({rows},{cols}):({cols // 2},1)"
+    bad = yaml.safe_dump(doc, sort_keys=False)
+    oracle = api.verify(loads_spec(bad, "yaml", name))
+    failing = {(r.check, r.stage) for run in oracle.runs for r in run.results if r.status == "FAIL"}
+    assert failing
+    status, findings, warnings, costs, _, err = run_mod.verify_text(bad, name)
+    assert (status, err) == ("fail", "")
+    assert {(f["check"], f["stage"]) for f in findings} == failing
+    # the costs: every copy side's coalescing (global) and bank (shared) counts at whole tiles,
+    # passing or not, as threadmap's report gives them
+    status, _, warnings, costs, _, _ = run_mod.verify_text(text, name)
+    assert status == "pass"
+    report = api.verify(loads_spec(text, "yaml", name))
+    whole = {k: max(run.sizes[k] for run in report.runs) for k in report.runs[0].sizes}
+    (run,) = [run for run in report.runs if run.sizes == whole]
+    expected = {(r.check, r.stage, r.side): r.summary for r in run.results
+                if r.check in ("coalescing", "bank_conflicts")}
+    assert sorted((c["check"], c["tensor"]) for c in costs) == [
+        ("bank_conflicts", "sA"), ("bank_conflicts", "sB"), ("coalescing", "A"), ("coalescing", "B")]
+    assert {(c["check"], c["stage"], c["side"]) for c in costs} == set(expected)
+    for c in costs:
+        summary = expected[(c["check"], c["stage"], c["side"])]
+        assert c["summary"] == {k: getattr(summary, k) for k in c["summary"]}
+        assert {"sectors", "ideal_sectors", "bytes"} <= set(c["summary"]) or \
+            {"wavefronts", "ideal_wavefronts", "instructions"} <= set(c["summary"])
+    # this operand's 32-bit cp.async cost more than ideal: warnings with their numbers
+    assert warnings and all(w["summary"] and "witness" in w for w in warnings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +70,13 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--db", "db_path", default=None, type=click.Path(dir_okay=False),
               help="the results database (SQLite; default: sweep.db in the compile cache); a rerun does only "
                    "the configurations it does not hold")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="a folder for one reproducible spec per configuration with findings, and sweep.json")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table", show_default=True,
+              help="html: one self-contained page (DIR/index.html with -o DIR, or -o FILE.html)")
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(),
+              help="a folder for one reproducible spec per configuration with findings, and sweep.json "
+                   "(and index.html with --format html); with --format html also a FILE.html")
+@click.option("--explorer", default=None,
+              help="the Layout Explorer the report's spec links open (default http://127.0.0.1:8000/)")
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None,
               help="worker processes (default: the CPUs)")
 @click.option("--batch", type=click.IntRange(min=1, max=1000), default=DEFAULT_BATCH, show_default=True,
@@ -80,7 +85,8 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--count", "count_only", is_flag=True,
               help="only generate and group the kernels (and report what the database holds)")
 def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
-              jobs: int | None, batch: int, cuda_version: str | None, count_only: bool) -> None:
+              jobs: int | None, batch: int, cuda_version: str | None, count_only: bool,
+              explorer: str | None) -> None:
     """Audit CUTLASS's kernel library: run its generator, group the kernels by the
     configuration that decides their data movement, extract each 2.x GEMM configuration's
     global to shared copies from the real templates (host-side), and verify them.
@@ -90,22 +96,40 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
       threadmap sweep --count
       threadmap sweep --kernels 'cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_*_align8' -o findings/
       threadmap sweep --format json --db /tmp/sweep.db
+      threadmap sweep --format html -o report/
 
     Exit status: 0 no findings, 1 findings (spec files with -o), 2 usage (an unknown
     architecture, a filter that matches no kernel), 3 internal error.
     """
     from threadmap.sweep.library import DEFAULT_CUDA_VERSION
+    from threadmap.sweep.report import DEFAULT_EXPLORER, check_explorer
     from threadmap.sweep.run import Options
 
     archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
     out = Path(out_dir) if out_dir is not None else None
+    page: Path | None = None   # the HTML page's file
+    if fmt == "html" and out is not None and out.suffix.lower() in (".html", ".htm"):
+        page, out = out, None  # a page only: no spec files beside it
+    elif fmt == "html" and out is not None:
+        page = out / "index.html"
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"-o {path_text(str(out))}: is not a folder")
+    base = check_explorer(explorer or DEFAULT_EXPLORER)
+    if fmt == "html":
+        try:  # before the sweep, which may take long
+            import matplotlib  # noqa: F401
+        except ModuleNotFoundError:
+            raise UsageError("--format html draws its plots with matplotlib: "
+                             "pip install 'threadmap[report]'") from None
     opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
                    out=out, count_only=count_only)
     report = run_with_progress(opts)
-    text = json.dumps(report.as_json(), indent=1) + "\n"
+    if fmt == "html":
+        write_page(report, page, base, spec_links=out is not None)
+    data = report.as_json()
+    data["report"] = grouped(report, base)
+    text = json.dumps(data, indent=1) + "\n"
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -114,9 +138,42 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
             raise UsageError(f"-o {path_text(str(out))}: cannot write sweep.json: {e.strerror or e}") from None
     if fmt == "json":
         click.echo(text, nl=False)
-    else:
+    elif fmt == "table":
         print_rich(lambda con: draw(report, con), lambda s: None, False)
     sys.exit(report.exit_status)
+
+
+def spec_texts(report: SweepReport) -> Callable[[str], str]:
+    """A configuration's spec text from the sweep's store (by digest)."""
+    from threadmap.sweep.store import Store
+
+    def spec_of(digest: str) -> str:
+        with Store(Path(report.db)) as store:
+            r = store.done_one(digest)
+        return r.spec if r is not None else ""
+    return spec_of
+
+
+def grouped(report: SweepReport, base: str) -> dict[str, Any]:
+    """The report's grouped findings, warnings and cost distributions (the HTML page's data)."""
+    from threadmap.sweep.report import grouped as grouped_
+
+    return grouped_(report, spec_texts(report), base)
+
+
+def write_page(report: SweepReport, page: Path | None, base: str, spec_links: bool) -> None:
+    """The HTML report into ``page`` (its folder created), or on stdout."""
+    from threadmap.sweep.report import html_page
+
+    text = html_page(report, spec_texts(report), base, spec_links=spec_links)
+    if page is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"-o {path_text(str(page))}: cannot write the page: {e.strerror or e}") from None
 
 
 def run_with_progress(opts: Options) -> SweepReport:

@@ -162,36 +162,83 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     return out
 
 
-def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], float, str]:
+#: the checks whose counts every analysed configuration keeps (``Result.costs``: what the
+#: report plots across the library, passing configurations included)
+COST_CHECKS = ("coalescing", "bank_conflicts")
+
+
+def _quantities(summary: Any) -> dict[str, Any]:
+    """A check summary's numbers (sectors, wavefronts and their ideal, missing cells, a
+    predicate's precondition): its scalar fields and short lists, not the worst instance."""
+    out: dict[str, Any] = {}
+    for k, v in summary.model_dump().items():
+        if k in ("check", "worst"):
+            continue
+        if isinstance(v, (bool, int, float, str)) or (isinstance(v, (list, tuple)) and len(v) <= 8):
+            out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def _small(witness: dict[str, Any]) -> dict[str, Any]:
+    """A finding's witness without its long parts (every lane's address): what names it."""
+    import json
+
+    return {k: v for k, v in witness.items() if len(json.dumps(v, default=str)) <= 80}
+
+
+def _tensor(spec: Any, stage: int | None, side: str | None) -> str:
+    """The tensor a result's stage side names ('' for the kernel's own checks)."""
+    if stage is None or side is None:
+        return ""
+    try:
+        return str(getattr(spec.stages[stage].copy_, side).tensor)
+    except (AttributeError, IndexError):
+        return ""
+
+
+def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]],
+                                               list[dict[str, Any]], float, str]:
     """Verify one spec (default checks): its status, findings (one per failing check and
     stage, with the first sizes that show it), warnings (costs reported without failing, at
-    the whole-tile sizes), CPU seconds, and an error if threadmap refused the spec."""
+    the whole-tile sizes), costs (the counts of :data:`COST_CHECKS` at the whole-tile sizes,
+    every stage side), CPU seconds, and an error if threadmap refused the spec.  Each entry
+    keeps its check summary's numbers (``summary``) and findings their witness's short parts."""
     import threadmap.api as api
     from threadmap.spec.load import loads_spec
 
     t0 = time.process_time()
     try:
-        report = api.verify(loads_spec(text, "yaml", name))
+        loaded = loads_spec(text, "yaml", name)
+        report = api.verify(loaded)
     except Exception as e:  # noqa: BLE001 - a refused spec is the configuration's result, not the sweep's end
-        return "not_analysed", [], [], time.process_time() - t0, f"{type(e).__name__}: {e}"
+        return "not_analysed", [], [], [], time.process_time() - t0, f"{type(e).__name__}: {e}"
     if report.errors:
-        return "not_analysed", [], [], time.process_time() - t0, report.errors[0].message
+        return "not_analysed", [], [], [], time.process_time() - t0, report.errors[0].message
     found: dict[tuple[str, Any], dict[str, Any]] = {}
     warned: dict[tuple[str, Any], dict[str, Any]] = {}
     # costs are the kernel's own at whole tiles (every size its largest sample, a multiple of
     # the tile): a ragged leading dimension adds unaligned rows of its own at the other samples
     whole = {k: max(run.sizes[k] for run in report.runs) for k in (report.runs[0].sizes if report.runs else {})}
+    costs: list[dict[str, Any]] = []
     for run in report.runs:
         for r in run.results:
-            entry = {"check": r.check, "stage": r.stage, "side": r.side, "sizes": run.sizes}
-            if r.status == "fail" and (r.check, r.stage) not in found:
-                msg = r.findings[0].message if r.findings else str(r.summary)
-                found[(r.check, r.stage)] = {**entry, "message": msg[:400]}
+            entry = {"check": r.check, "stage": r.stage, "side": r.side,
+                     "tensor": _tensor(loaded.spec, r.stage, r.side), "sizes": run.sizes,
+                     "summary": _quantities(r.summary)}
+            if r.status == "FAIL" and (r.check, r.stage) not in found:
+                first = r.findings[0] if r.findings else None
+                msg = first.message if first is not None else str(r.summary)
+                found[(r.check, r.stage)] = {**entry, "kind": first.kind if first is not None else "",
+                                             "witness": _small(first.witness) if first is not None else {},
+                                             "message": msg[:400]}
             warn = [f for f in r.findings if f.severity == "warning"]
-            if r.status != "fail" and warn and run.sizes == whole and (r.check, r.stage) not in warned:
-                warned[(r.check, r.stage)] = {**entry, "kind": warn[0].kind, "message": warn[0].message[:400]}
+            if r.status != "FAIL" and warn and run.sizes == whole and (r.check, r.stage) not in warned:
+                warned[(r.check, r.stage)] = {**entry, "kind": warn[0].kind, "witness": _small(warn[0].witness),
+                                              "message": warn[0].message[:400]}
+            if run.sizes == whole and r.check in COST_CHECKS and r.status != "SKIP":
+                costs.append({k: entry[k] for k in ("check", "stage", "side", "tensor", "summary")})
     status = "fail" if found else "pass"
-    return status, list(found.values()), list(warned.values()), time.process_time() - t0, ""
+    return status, list(found.values()), list(warned.values()), costs, time.process_time() - t0, ""
 
 
 class _Inline(Executor):
@@ -293,7 +340,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
     def from_verified(digest: str, written: Any, src: Result) -> Result:
         cfg = by_digest[digest]
         return Result(digest, cfg.key, cfg.label, src.status, src.reason_kind, src.reason, src.findings, src.warnings,
-                      written.text, written.content_hash, list(cfg.kernels), 0.0)
+                      written.text, written.content_hash, list(cfg.kernels), 0.0, costs=src.costs)
 
     batches = list(_chunks(pending, max(1, opts.batch)))
 
@@ -333,7 +380,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                             futures[executor.submit(verify_text, written.text, name)] = ("verify", h)
                     tick("verifying")
                 else:
-                    status, findings, warnings, secs, err = fut.result()
+                    status, findings, warnings, costs, secs, err = fut.result()
                     report.verified += 1
                     group_ = waiting.pop(payload)
                     for i, (digest, written) in enumerate(group_):
@@ -344,7 +391,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                                        kernels=list(cfg.kernels))
                         else:
                             r = Result(digest, cfg.key, cfg.label, status, findings=findings, warnings=warnings,
-                                       spec=written.text,
+                                       costs=costs, spec=written.text,
                                        spec_hash=written.content_hash, kernels=list(cfg.kernels),
                                        seconds=secs if i == 0 else 0.0)
                             if i == 0:
@@ -402,7 +449,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                     fr.specs.append(spec_file_name(c.kernels[0]))
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
-                                      "warnings": r.warnings,
+                                      "warnings": r.warnings, "costs": r.costs,
                                       "kernels": list(c.kernels), "fields": c.fields})
     report.kinds = list(rows.values())
     report.findings = sorted(findings.values(), key=lambda f: (-f.kernels, f.check, f.family))

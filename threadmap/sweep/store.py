@@ -20,7 +20,7 @@ from typing import Any, Literal
 from threadmap.sweep.library import SweepError
 
 #: bumped whenever what a row holds would change for the same configuration
-EXTRACTOR_VERSION = "3"
+EXTRACTOR_VERSION = "4"
 
 Status = Literal["pass", "fail", "not_analysed"]
 
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS results (
   kernels TEXT NOT NULL DEFAULT '[]',
   seconds REAL NOT NULL DEFAULT 0,
   written REAL NOT NULL,
+  costs TEXT NOT NULL DEFAULT '[]',
   PRIMARY KEY (digest, extractor)
 );
 CREATE INDEX IF NOT EXISTS results_spec ON results (spec_hash);
@@ -63,6 +64,9 @@ class Result:
     spec_hash: str = ""        # the spec's content without its names (equal specs verify once)
     kernels: list[str] = field(default_factory=list)
     seconds: float = 0.0       # CPU seconds of its verification
+    #: the counts of the cost checks (sectors, wavefronts and their ideal) per stage side at
+    #: whole tiles, passing or not: what the report plots across the library
+    costs: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Store:
@@ -76,6 +80,9 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
+            # a file from before the costs column (its rows are an older extractor's: redone)
+            if "costs" not in {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}:
+                self.conn.execute("ALTER TABLE results ADD COLUMN costs TEXT NOT NULL DEFAULT '[]'")
         except (OSError, sqlite3.Error) as e:
             raise SweepError(f"--db {path}: cannot open the results database: {e}") from None
 
@@ -106,10 +113,10 @@ class Store:
 
     def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
         rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, warnings, spec, "
-                                 f"spec_hash, kernels, seconds FROM results {where}", args)
+                                 f"spec_hash, kernels, seconds, costs FROM results {where}", args)
         for r in rows:
             yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]), r[8], r[9],
-                         json.loads(r[10]), float(r[11]))
+                         json.loads(r[10]), float(r[11]), json.loads(r[12]))
 
     def put(self, result: Result) -> None:
         """Write one result in its own transaction (a later write of the same digest replaces it)."""
@@ -118,11 +125,11 @@ class Store:
         try:
             self.conn.execute(
                 "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
-                "warnings, spec, spec_hash, kernels, seconds, written) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "warnings, spec, spec_hash, kernels, seconds, written, costs) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
                  json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
-                 json.dumps(d["kernels"]), d["seconds"], time.time()))
+                 json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"])))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise

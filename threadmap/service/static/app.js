@@ -860,20 +860,47 @@
     try { $("token").value = sessionStorage.getItem("threadmap.token") || ""; } catch { /* ignore */ }
     $("token").addEventListener("change", () => { try { sessionStorage.setItem("threadmap.token", $("token").value); } catch { /* ignore */ } });
     window.addEventListener("popstate", () => route());
+    window.addEventListener("hashchange", () => route());
     health();
     route();
+  }
+
+  // `/#spec=<base64url of the spec's UTF-8 text>`: a spec handed over in the link itself (the
+  // sweep's HTML report links so); a fragment never reaches the server.  null: no such
+  // fragment; undefined: one that does not decode.
+  function specFromFragment() {
+    const m = /^#spec=(.*)$/s.exec(location.hash);
+    if (!m) return null;
+    if (!/^[A-Za-z0-9_-]*$/.test(m[1])) return undefined;
+    try {
+      const b64 = m[1].replace(/-/g, "+").replace(/_/g, "/");
+      const bin = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
+      return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    } catch {
+      return undefined;
+    }
   }
 
   function route() {
     const id = new URLSearchParams(location.search).get("job");
     if (id) { openPermalink(id); return; }
+    const linked = specFromFragment();
+    if (linked === undefined) {
+      showError("The link's spec could not be read", "the #spec= part of the address is not base64url of UTF-8 text");
+    } else if (linked !== null) {
+      showError("", "");
+      editor.setText(linked);   // a textarea's value: text, never markup
+      $("format").value = "auto";
+      detectFormatLabel();
+      return;
+    }
     const draft = loadDraft();
     const ex = (window.THREADMAP_EXAMPLES || [])[0];
     if (!$("spec").value) editor.setText(draft && draft.trim() ? draft : ex ? ex.text : "");
   }
 
   // for tests and the console
-  window.threadmapExplorer = { editor, state, sanitizeSvg, detectFormat, headline, witnessText };
+  window.threadmapExplorer = { editor, state, sanitizeSvg, detectFormat, headline, witnessText, specFromFragment };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
