@@ -276,7 +276,7 @@ def _single_writers(model: KernelModel) -> str | None:
            and sd.name == model.output) > 1:
         return "several stages write the output"
     frags: set[str] = set()
-    written: dict[str, list[np.ndarray]] = {}
+    written: dict[str, list[tuple[np.ndarray, int]]] = {}  # buffer -> (bit addresses, bits)
     sim = Simulator(model)
     for cp in model.copies():
         dst = cp.dst
