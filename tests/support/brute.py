@@ -398,17 +398,8 @@ def vectorize_summary(s: Side) -> dict[str, Any]:
             "illegal_accesses": illegal}
 
 
-#: a known defect of the vectorize enumeration (reported, not fixed here): in a padded CTA
-#: (threads not a multiple of 32) the real threads whose widest legal vector is 0 bits (a base
-#: not aligned to the element) are taken for padding and left out of the histogram;
-#: ``test_vectorize_histogram_of_padded_cta`` (xfail) reproduces it
-PADDED_ZERO_WIDTH_DROPPED = True
-
-
 def assert_vectorize(res: CheckResult, s: Side) -> None:
     want = vectorize_summary(s)
-    if PADDED_ZERO_WIDTH_DROPPED and s.threads % WARP and "0" in want["widest_histogram"]:
-        want["widest_histogram"].pop("0")
     assert dump(res.summary) == want
     idx = s.row_of()
     narrow = 0

@@ -57,7 +57,7 @@ def test_an_interrupted_sweep_resumes_without_redoing_a_configuration(
         monkeypatch: pytest.MonkeyPatch) -> None:
     whole = tmp_path / "whole.db"
     first = sweep(Options(kernels=KERNELS, db=whole))
-    # five configurations are extracted (the complex one is refused without compiling); the
+    # five configurations are extracted (the interleaved one is refused without compiling); the
     # universal and the grouped kernel of one tile have the same mainloop, so the same spec,
     # verified once
     assert counted == {"extracted": 5, "verified": 4} and first.shared_verifications == 1
@@ -86,7 +86,7 @@ def test_an_interrupted_sweep_resumes_without_redoing_a_configuration(
     before = dict(counted)
     resumed = sweep(Options(kernels=KERNELS, db=part))
     assert resumed.reused == 2
-    # the four others are done, the two finished ones never (the complex one, refused first,
+    # the four others are done, the two finished ones never (the interleaved one, refused first,
     # is one of those two)
     assert counted["extracted"] - before["extracted"] == 4
     assert rows(part) == rows(whole)
@@ -119,7 +119,7 @@ def test_the_command_reports_counts_and_json(tmp_path: Path, extracted: dict[str
     assert (gemm["kind"], gemm["kernels"], gemm["configurations"], gemm["analysed"], gemm["kernels_analysed"]) == \
         ("gemm", 7, 6, 5, 6)
     assert [(x["reason"], x["configurations"]) for x in data["reasons"]] == \
-        [("element type without a spec name", 1)]
+        [("global layout neither row- nor column-major", 1)]
     assert json.loads((out / "sweep.json").read_text()) == data
     # the narrow-alignment configuration's extra sectors are a cost, with its spec to reproduce it
     warned = {w["check"] for w in data["warnings"]}

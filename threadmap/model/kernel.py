@@ -71,7 +71,12 @@ class TensorModel:
 
     @property
     def elem_bytes(self) -> int:
+        """Bytes one element touches (1 for a sub-byte element: the byte that holds it)."""
         return max(1, self.elem_bits // 8)
+
+    def nbytes(self, elements: int) -> int:
+        """Bytes that ``elements`` consecutive elements from offset 0 take (rounded up)."""
+        return -(-elements * self.elem_bits // 8)
 
     def offsets(self, coords: Sequence[Any]) -> Any:
         """Element offsets of top-level coordinates (one per mode: ints, arrays or intervals).
@@ -115,6 +120,7 @@ class SideModel:
 
     @property
     def elem_bytes(self) -> int:
+        """Bytes one element touches (1 for a sub-byte element: the byte that holds it)."""
         return max(1, self.elem_bits // 8)
 
     @property
@@ -388,6 +394,9 @@ class _Builder:
             assert part is not None and side.tensor is not None
             t = tensors[side.tensor]
             bits = vecs[which] * t.elem_bits
+            if bits % 8:
+                raise self.fail(path, f"the {which} side accesses {vecs[which]} x {t.elem_bits}-bit {t.name} "
+                                      f"({bits} bits) per instruction: memory is accessed in whole bytes")
             op = stage_op.name if stage_op is not None and side.tiled_copy is None else \
                 self.sized_op(side)
             if stage_op is not None and side.tiled_copy is None:
@@ -762,7 +771,7 @@ class _Builder:
                 coord_bounds[(side.stage, side.which)] = tuple(cb)
                 off = offset_bounds(side.tensor.layout, cb)
                 lo, hi = off.lo + side.tensor.offset, off.hi + side.tensor.offset
-                if max(abs(lo), abs(hi)) * side.tensor.elem_bytes >= MAX_ADDRESS:
+                if side.tensor.nbytes(max(abs(lo), abs(hi))) >= MAX_ADDRESS:
                     raise self.fail((*side.path, "tensor"), f"element offsets of {side.tensor.name!r} reach about "
                                                             f"2^{max(abs(lo), abs(hi)).bit_length()} over the grid; "
                                                             "threadmap computes in 64-bit integers (limit 2^62 bytes)")
@@ -779,12 +788,12 @@ class _Builder:
                 raise self.fail(tm.path, f"shared tensor {name!r} reaches element offset {lo}: shared "
                                          "addresses start at 0 (a negative stride needs a positive offset)")
             if lo < 0:
-                shift = -(-(-lo * tm.elem_bytes) // tm.align) * tm.align
+                shift = -(-tm.nbytes(-lo) // tm.align) * tm.align
                 rebased[name] = replace(tm, base=tm.base + shift)
         for name, (hi, side) in highest.items():
             tm = rebased[name]
-            top = tm.base + hi * tm.elem_bytes
-            if top >= MAX_ADDRESS or tm.base + lowest[name] * tm.elem_bytes <= -MAX_ADDRESS:
+            top = tm.base + tm.nbytes(hi)
+            if top >= MAX_ADDRESS or tm.base - tm.nbytes(-lowest[name]) <= -MAX_ADDRESS:
                 raise self.fail((*side.path, "tensor"), f"byte addresses of {name!r} reach about 2^"
                                                         f"{max(top, 1).bit_length()} over the grid; threadmap "
                                                         "computes addresses in 64-bit integers (limit 2^62)")
@@ -806,7 +815,7 @@ class _Builder:
             box = [(max(lo, 0), min(hi, ext - 1 + side.vec)) for (lo, hi), ext in zip(cb, t.shape, strict=False)]
             if any(lo > hi for lo, hi in box):
                 return  # every access is masked
-        top = (offset_bounds(t.layout, box).hi + t.offset + 1) * t.elem_bytes
+        top = t.nbytes(offset_bounds(t.layout, box).hi + t.offset + 1)
         if top > MAX_SHARED_BYTES:
             raise self.fail((*side.path, "at" if side.at is not None else "tensor"),
                             f"shared addresses of {t.name!r} reach byte {top - 1} over the grid (about 2^"

@@ -193,7 +193,7 @@ def bind_pipeline(spec: PipelineSpec, env: Mapping[str, int], tensors: Mapping[s
 def _stage_bytes(t: Any) -> int:
     """Bytes of one stage of a shared buffer: its tile's cosize, rounded up to its alignment
     (where stage ``s + 1`` starts)."""
-    n = int(L.cosize(t.layout)) * t.elem_bytes
+    n = t.nbytes(int(L.cosize(t.layout)))
     return -(-n // t.align) * t.align
 
 
@@ -292,7 +292,7 @@ def _tma(name: str, spec: PipelineSpec, t: Any, tensors: Mapping[str, Any], elem
                                address=g.base, arch=spec.arch)
     except (ThreadmapError, ValueError, ArithmeticError) as ex:
         raise fail(path, f"make_tma_copy: {ex}") from None
-    nbytes = int(L.size(s.layout)) * s.elem_bytes // t.multicast
+    nbytes = s.nbytes(int(L.size(s.layout))) // t.multicast
     need = L.alignment_for_swizzle(copy.swizzle, g.elem_bits)
     misplaced = None
     # readers that swizzle addresses agree with TMA wherever the tile lies; tile-relative ones

@@ -110,6 +110,10 @@ class AccessEncoding:
         self.forms: dict[str, tuple[list[Monomial], list[Monomial] | None]] = {}
         for cp in model.copies():
             for sd in cp.sides():
+                if sd.elem_bits % 8:
+                    # the encoding's addresses are element offsets times whole bytes
+                    raise Unsupported(f"stage {sd.stage} {sd.which}: {sd.elem_bits}-bit elements (sub-byte "
+                                      "addresses are enumerated, not encoded)")
                 if sd.tensor is not None and sd.memory == "global" and sd.tensor.name not in self.forms:
                     self.forms[sd.tensor.name] = layout_monomials(spec.tensors[sd.tensor.name].layout,
                                                                   self.names, self.fixed)

@@ -276,7 +276,7 @@ def _single_writers(model: KernelModel) -> str | None:
            and sd.name == model.output) > 1:
         return "several stages write the output"
     frags: set[str] = set()
-    written: dict[str, list[np.ndarray]] = {}
+    written: dict[str, list[tuple[np.ndarray, int]]] = {}  # buffer -> (bit addresses, bits)
     sim = Simulator(model)
     for cp in model.copies():
         dst = cp.dst
@@ -286,10 +286,12 @@ def _single_writers(model: KernelModel) -> str | None:
             frags.add(dst.name)
         elif dst.memory == "shared":
             t = sim.stage_tables(cp, np.zeros(1, dtype=np.int64))[1]
-            a = t.addr if t.valid is None else t.addr[t.valid]
-            written.setdefault(t.buffer, []).append((a[:, None] + np.arange(t.elem_bytes)[None, :]).reshape(-1))
+            a = t.bit_addr if t.valid is None else t.bit_addr[t.valid]
+            written.setdefault(t.buffer, []).append((a, t.elem_bits))
     for buf, parts in written.items():
-        b = np.concatenate(parts)
+        # the bytes each row writes, or its bits when the buffer holds sub-byte elements
+        unit = 8 if all(bits % 8 == 0 for _, bits in parts) else 1
+        b = np.concatenate([(a[:, None] // unit + np.arange(bits // unit)[None, :]).reshape(-1) for a, bits in parts])
         if np.unique(b).size != b.size:
             return f"shared buffer {buf!r}: a byte has two writing rows"
     return None
@@ -349,13 +351,13 @@ def _side_legal(model: KernelModel, sd: SideModel, blocks: np.ndarray) -> bool:
     d = t.strides
     if d is None or len(d) != sd.partition.rank:
         return False
-    vec, w = sd.vec, t.elem_bytes
+    vec, w = sd.vec, t.elem_bits  # in bits: sub-byte vectors too
     part = sd.partition
     c = part.coord.reshape(part.threads, part.values // vec, vec, part.rank)
     off = c @ np.asarray(d, dtype=np.int64)  # (T, S, vec) element offsets inside the tile
     if vec > 1 and not bool((off - off[..., :1] == np.arange(vec, dtype=np.int64)).all()):
         return False
     org = model.origins(sd, blocks) @ np.asarray(d, dtype=np.int64)  # (nb,)
-    first = (t.base + w * (t.offset + org[:, None] + off[..., 0].reshape(-1)[None, :])) % (vec * w)
+    first = (8 * t.base + w * (t.offset + org[:, None] + off[..., 0].reshape(-1)[None, :])) % (vec * w)
     return not bool(first.any())
 

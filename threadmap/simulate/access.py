@@ -19,8 +19,9 @@ Per row:
   the pair (thread, value));
 * ``pred``   -- the access is performed (predicate true; always false on padded rows);
 * ``offset`` -- element offset from the tensor's layout (swizzle and view offset included);
-* ``addr``   -- byte address ``base + offset * elem_bytes`` (shared buffers start at 0,
-  global tensors at a base aligned to their ``align``).
+* ``addr``   -- byte address ``base + offset * elem_bits / 8`` (shared buffers start at 0,
+  global tensors at a base aligned to their ``align``); a sub-byte element's is the byte that
+  holds it (``floor``), and ``elem_bytes`` is then 1: the bytes one element touches.
 
 ``thread``, ``value``, ``step``, ``lane``, ``element`` and ``block`` (the block id) of each
 row are derived from the row index on demand.
@@ -60,6 +61,12 @@ class AccessTable:
     tile: tuple[int, ...] = ()    # CTA tile extents
     origins: np.ndarray | None = None  # (nb, R) tile origins
     meta: dict[str, Any] = field(default_factory=dict)
+    #: bits per element (0: ``8 * elem_bytes``); below 8 for sub-byte elements
+    elem_bits: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.elem_bits:
+            self.elem_bits = 8 * self.elem_bytes
 
     # -- shape of the instruction order ------------------------------------------------------
     @property
@@ -82,11 +89,19 @@ class AccessTable:
 
     @property
     def access_bytes(self) -> int:
-        return self.vec * self.elem_bytes
+        return self.vec * self.elem_bits // 8
 
     @property
     def access_bits(self) -> int:
-        return self.vec * self.elem_bytes * 8
+        return self.vec * self.elem_bits
+
+    @property
+    def bit_addr(self) -> np.ndarray:
+        """Each row's first bit (``8 * addr`` plus the bit a sub-byte element starts at):
+        contiguity and alignment of vectors of any element width."""
+        if self.elem_bits % 8 == 0:
+            return self.addr * 8
+        return self.addr * 8 + self.offset * self.elem_bits % 8
 
     @property
     def which(self) -> str:
@@ -200,7 +215,7 @@ class AccessTable:
             self.threads, self.values, self.blocks[ords], tuple(c[rows] for c in self.coords),
             self.pred[rows], self.offset[rows], self.addr[rows],
             None if self.valid is None else self.valid[rows], self.buffer, self.tile,
-            None if self.origins is None else self.origins[ords], dict(self.meta))
+            None if self.origins is None else self.origins[ords], dict(self.meta), self.elem_bits)
 
 
 @lru_cache(maxsize=64)

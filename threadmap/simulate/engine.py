@@ -82,7 +82,7 @@ def _plan(side: SideModel, threads: int) -> _SidePlan:
         # another lane's for ldmatrix / stmatrix (model.partition.data_routing); offset and
         # address: the row's own value slot
         own = src % V
-        return _SidePlan(perm, local, valid, lo, hi, reg=(local[0], local[1]), reg_addr=own * side.elem_bytes,
+        return _SidePlan(perm, local, valid, lo, hi, reg=(local[0], local[1]), reg_addr=own * side.elem_bits >> 3,
                          reg_off=own)
     strides = _affine_strides(side, local)
     off_local = None
@@ -276,7 +276,7 @@ class Simulator:
             t = AccessTable(side.stage, side.which, side.name, "register", side.elem_bytes, side.vec,
                             side.shape, side.partition.threads, side.partition.values, blocks, coords,
                             np.ones(0, dtype=bool), off, _tile(arena, (*key, "addr"), plan.reg_addr, nb),
-                            valid, side.name, side.tile, None)
+                            valid, side.name, side.tile, None, elem_bits=side.elem_bits)
             t.meta["inb"] = None
             t.meta["edge"] = np.zeros(nb, dtype=bool)
             addr_tpl = plan.reg_addr
@@ -317,15 +317,17 @@ class Simulator:
             elif how == "bounds" and side.vec > 1:  # one predicate per instruction: its first element's
                 sub = np.repeat(sub.reshape(-1, side.vec)[:, 0], side.vec).reshape(part.size, pb)
             inb[part] = sub
-        e = tensor.elem_bytes
+        bits = tensor.elem_bits
         a_start: np.ndarray | None = None
         a_rel: np.ndarray | None = None
-        if plan.off_local is not None and plan.strides is not None:
+        # byte addresses: base + offset * bits / 8; a sub-byte element's is the byte that holds
+        # it (its accesses start on a byte and cover whole bytes: checked below)
+        if plan.off_local is not None and plan.strides is not None and (bits % 8 == 0 or pb == 0):
             # affine layout: offset = origin . strides + local . strides, exactly
             ob = origins[:, :R] @ np.asarray(plan.strides, dtype=np.int64) + tensor.offset
             off = _outer_add(arena, (*key, "off"), ob, plan.off_local)
-            a_tpl = plan.off_local * e
-            a_blk = tensor.base + ob * e
+            a_tpl = plan.off_local * (bits // 8)
+            a_blk = tensor.base + ob * (bits // 8)
             addr = _outer_add(arena, (*key, "addr"), a_blk, a_tpl)
             if pb:
                 a_start, a_rel = a_blk + a_tpl[0], a_tpl - a_tpl[0]
@@ -333,7 +335,7 @@ class Simulator:
             # one evaluation of the layout, repeated
             if where not in plan.at_origin:
                 tpl = self._offsets(tensor, tuple(c[:pb] for c in coords), pb)
-                plan.at_origin[where] = (tpl, tensor.base + tpl * e)
+                plan.at_origin[where] = (tpl, tensor.base + (tpl * bits >> 3))
             tpl, a_tpl = plan.at_origin[where]
             off = _tile(arena, (*key, "off"), tpl, nb)
             addr = _tile(arena, (*key, "addr"), a_tpl, nb)
@@ -341,16 +343,41 @@ class Simulator:
                 a_start, a_rel = np.full(nb, a_tpl[0], dtype=np.int64), a_tpl - a_tpl[0]
         else:
             off = self._offsets(tensor, coords, n)
-            addr = tensor.base + off * e
+            addr = tensor.base + (off * bits >> 3)
+            if bits % 8 and pb and plan.off_local is not None and plan.strides is not None:
+                # affine: every block's addresses are its first one's plus one template when
+                # every block starts on a byte (floor(a + b) = a + floor(b) for whole a)
+                ob = origins[:, :R] @ np.asarray(plan.strides, dtype=np.int64) + tensor.offset
+                if not np.any(ob * bits % 8):
+                    a_tpl = plan.off_local * bits >> 3
+                    a_start, a_rel = tensor.base + (ob * bits >> 3) + a_tpl[0], a_tpl - a_tpl[0]
+        if bits % 8:
+            self._whole_bytes(side, off, valid)
         t = AccessTable(side.stage, side.which, side.name, tensor.memory, tensor.elem_bytes, side.vec,
                         tensor.shape, side.partition.threads, side.partition.values, blocks, coords,
-                        np.ones(0, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins)
+                        np.ones(0, dtype=bool), off, addr, valid, tensor.buffer, side.tile, origins,
+                        elem_bits=bits)
         t.meta["inb"] = inb
         t.meta["edge"] = edge
         if pb:
             _certify(t, tuple(origins[:, k] + plan.local[k][0] for k in range(R)),
                      tuple(plan.local[k] - plan.local[k][0] for k in range(R)), a_start, a_rel)
         return t
+
+    def _whole_bytes(self, side: SideModel, off: np.ndarray, valid: np.ndarray | None) -> None:
+        """A sub-byte side's every access starts on a byte (its width, ``vec`` elements, is a
+        whole number of bytes: the model checks that): memory is addressed in bytes, and an
+        access that starts inside a byte has no byte address."""
+        first = off.reshape(-1, side.vec)[:, 0]
+        bad = first * side.elem_bits % 8 != 0
+        if valid is not None:
+            bad &= valid.reshape(-1, side.vec)[:, 0]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            assert side.tensor is not None
+            raise self.model.loaded.error(tuple(side.path), f"an access of {side.vec} x {side.elem_bits}-bit "
+                                          f"{side.tensor.name} starts at element offset {int(first[i])}, inside a "
+                                          "byte: sub-byte accesses must start on a byte boundary")
 
     @staticmethod
     def _offsets(tensor: Any, coords: tuple[np.ndarray, ...], n: int) -> np.ndarray:

@@ -18,10 +18,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
-#: element type name -> bits
+#: element type name -> bits (``cute::sizeof_bits``): ``cf32``/``cf64`` are CUTLASS's
+#: ``complex<float>``/``complex<double>``, ``i4``/``u4``/``b1`` its sub-byte ``int4b_t``,
+#: ``uint4b_t`` and ``uint1b_t`` (an access of these must cover whole bytes)
 ELEMENT_BITS: dict[str, int] = {
     "f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
     "i64": 64, "u64": 64, "i32": 32, "u32": 32, "i16": 16, "u16": 16, "i8": 8, "u8": 8,
+    "cf64": 128, "cf32": 64, "i4": 4, "u4": 4, "b1": 1,
 }
 
 #: every check's name, as reports and ``expect.failing_checks`` use them

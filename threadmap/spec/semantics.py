@@ -455,7 +455,7 @@ def check_shared_memory(ck: EnvCheck, layouts: Mapping[Path_, Any]) -> None:
         lay = layouts.get(("tensors", name, "layout"))
         if lay is None or t.memory != "shared":
             continue
-        nbytes = (t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8
+        nbytes = -(-(t.offset + cosize(lay)) * ELEMENT_BITS[t.element or spec.element] // 8)  # whole bytes
         if t.alias is None:
             smem += nbytes
             if nbytes > biggest[1]:  # the error points at the buffer that needs the most
@@ -467,7 +467,7 @@ def check_shared_memory(ck: EnvCheck, layouts: Mapping[Path_, Any]) -> None:
         rl = layouts.get(("tensors", root, "layout"))
         rt = spec.tensors[root]
         if rl is not None:
-            rbytes = (rt.offset + cosize(rl)) * ELEMENT_BITS[rt.element or spec.element] // 8
+            rbytes = -(-(rt.offset + cosize(rl)) * ELEMENT_BITS[rt.element or spec.element] // 8)
             if nbytes > rbytes:
                 ck.errs.add(("tensors", name, "layout"), f"view of {nbytes} bytes (offset included) "
                             f"exceeds its buffer {root!r} of {rbytes} bytes{ck.note}")

@@ -31,10 +31,10 @@ from threadmap.sweep.library import (
 from threadmap.sweep.library_sm90 import SM90_FAMILIES, SM90_TMA_SCHEDULES
 from threadmap.sweep.store import Result, Store
 
-#: element types of the generator that have a spec name (the others: sub-byte, complex)
+#: element types of the generator that have a spec name: the generator's name -> the spec's
 SPEC_ELEMENTS = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f32": "f32", "f64": "f64", "s8": "i8", "u8": "u8",
                  "s16": "i16", "u16": "u16", "s32": "i32", "u32": "u32", "s64": "i64", "u64": "u64",
-                 "e4m3": "e4m3", "e5m2": "e5m2"}
+                 "e4m3": "e4m3", "e5m2": "e5m2", "cf32": "cf32", "cf64": "cf64", "s4": "i4", "u4": "u4", "b1": "b1"}
 
 #: progress(what, done, total): what is "extracting" or "verifying"
 Progress = Callable[[str, int, int], None]
@@ -130,7 +130,7 @@ def prefilter(cfg: Configuration, digest: str) -> Result | None:
         el = f[f"element_{w}"]
         if el not in SPEC_ELEMENTS:
             return _not_analysed(cfg, digest, "element type without a spec name",
-                                 f"{w.upper()}: {el} (complex and sub-byte types have no spec element)")
+                                 f"{w.upper()}: {el} has no spec element")
         if f[f"layout_{w}"] not in ("n", "t"):
             return _not_analysed(cfg, digest, "global layout neither row- nor column-major",
                                  f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")

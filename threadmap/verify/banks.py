@@ -153,7 +153,7 @@ class BankConflicts(Accumulator):
         v = view_of(t)
         # a shift by a multiple of 128 bytes keeps every bank and every distinct word distinct
         eligible = v.full & v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
-        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bits, t.vec))
         st = per_block(t, eligible, v.addr.start % period(hw.NUM_BANKS * hw.BANK_BYTES), self.memo, block_stats)
         b = self._accumulate(st, weights)
         if b is not None:
@@ -233,7 +233,7 @@ class BankConflicts(Accumulator):
     def result(self) -> CheckResult:
         extra_total = self.tot["wavefronts"] - self.tot["ideal_wavefronts"]
         summary = BankSummary(**self.tot, extra_wavefronts=extra_total, max_wavefronts=self.max_wf,
-                              phases=hw.phases(self.side.vec * self.side.elem_bytes),
+                              phases=hw.phases(self.side.access_bits // 8),
                               access_bits=self.side.access_bits, worst=self.worst)
         res = CheckResult(check="bank_conflicts", stage=self.side.stage, side=self.side.which, status="PASS",
                           summary=summary)

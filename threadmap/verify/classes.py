@@ -98,18 +98,21 @@ class BlockClasses:
 
     def residue_representatives(self, model: KernelModel, side: SideModel) -> tuple[np.ndarray, np.ndarray] | None:
         """(block ids, weights) with one block per box and residue of the side's tile byte
-        address modulo 128; None when the side's layout or tile coordinates are not affine."""
+        address modulo 128 (its bit address modulo 1024); None when the side's layout or tile
+        coordinates are not affine."""
         tensor = side.tensor
         if tensor is None or tensor.strides is None or (side.at is not None and side.at_affine is None):
             return None
         alpha = dict.fromkeys(BLOCK_NAMES, 0)
         for k, form in enumerate(side.at_affine or ()):
             for v, a in form.coef.items():
-                alpha[v] += a * side.tile[k] * tensor.strides[k] * tensor.elem_bytes
+                alpha[v] += a * side.tile[k] * tensor.strides[k] * tensor.elem_bits
         beta = model.origins(side, np.zeros(1, dtype=np.int64))[0]
-        base = tensor.base + (tensor.offset + int(sum(int(o) * d for o, d in zip(beta, tensor.strides)))) \
-            * tensor.elem_bytes
-        L = hw.LINE_BYTES
+        # in bits: a sub-byte tile's start is a bit address (equal residues modulo a line's
+        # bits shift every byte address by whole lines, as residues of bytes do for wider types)
+        base = tensor.base * 8 + (tensor.offset + int(sum(int(o) * d for o, d in zip(beta, tensor.strides)))) \
+            * tensor.elem_bits
+        L = hw.LINE_BYTES * 8
         ids: list[int] = []
         wts: list[int] = []
         for box in self.boxes():

@@ -59,8 +59,8 @@ def instruction_stats(t: AccessTable) -> dict[str, np.ndarray]:
 
 def access_legality(t: AccessTable) -> tuple[np.ndarray, np.ndarray]:
     """Per vector access (``vec`` consecutive rows): (contiguous?, aligned?)."""
-    e, v = int(t.elem_bytes), int(t.vec)
-    a = t.addr.reshape(-1, v)
+    e, v = int(t.elem_bits), int(t.vec)
+    a = t.bit_addr.reshape(-1, v)  # in bits: sub-byte elements are contiguous at bit distances
     contiguous = np.all(a == a[:, :1] + np.arange(v, dtype=np.int64) * e, axis=1) if v > 1 else \
         np.ones(a.shape[0], dtype=bool)
     aligned = a[:, 0] % (v * e) == 0
@@ -108,7 +108,7 @@ class Coalescing(Accumulator):
         # multiple of the period have the reference's statistics (sectors and lines move whole)
         L = period(hw.LINE_BYTES, t.access_bytes)
         eligible = v.full & v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
-        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bits, t.vec))
         st = per_block(t, eligible, v.addr.start % L, self.memo, block_stats)
         w = np.asarray(weights, dtype=np.int64)
         for k in self.tot:

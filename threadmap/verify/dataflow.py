@@ -159,10 +159,11 @@ _ROW_BITS = 32  # symbolic values: (input stage code << 32) | row in the block
 
 
 class _Buffer:
-    """One shared buffer of every block of a run, in slots of ``g`` bytes (flat: block-major)."""
+    """One shared buffer of every block of a run, in slots of ``gbits`` bits (flat:
+    block-major; a slot is a whole number of bytes unless the buffer holds sub-byte elements)."""
 
-    def __init__(self, nb: int, nslots: int, g: int) -> None:
-        self.g = g
+    def __init__(self, nb: int, nslots: int, gbits: int) -> None:
+        self.gbits = gbits
         self.nslots = nslots
         n = nb * nslots
         self.val = np.full(n, UNINIT, dtype=np.int64)
@@ -304,7 +305,7 @@ class Dataflow(Accumulator):
                 if v.vtpl is None:
                     return none
                 ok &= v.full
-                sig += [(t.stage, t.side, t.tensor, t.memory, t.buffer, t.elem_bytes, t.vec, t.threads, t.values,
+                sig += [(t.stage, t.side, t.tensor, t.memory, t.buffer, t.elem_bits, t.vec, t.threads, t.values,
                          t.per_block, tuple(t.shape)), v.vtpl]
                 if t.memory == "shared":
                     ok &= v.addr.ok
@@ -444,11 +445,11 @@ class Dataflow(Accumulator):
                     assert self.model is not None
                     raise self.model.loaded.error(tuple(tm.path), msg)
                 sizes[t.buffer] = max(sizes.get(t.buffer, 0), top)
-                grain[t.buffer] = gcd(grain.get(t.buffer, 0), t.elem_bytes)
+                grain[t.buffer] = gcd(grain.get(t.buffer, 0), t.elem_bits)
         out = {}
         for name, top in sizes.items():
-            g = grain[name] or 1
-            out[name] = _Buffer(nb, -(-top // g), g)
+            g = grain[name] or 8
+            out[name] = _Buffer(nb, -(-top * 8 // g), g)
         return out
 
     def _read(self, si: int, src: AccessTable, rs: np.ndarray, bufs: dict[str, _Buffer],
@@ -481,9 +482,9 @@ class Dataflow(Accumulator):
                                   "coordinate")
             return val
         buf = bufs[src.buffer]
-        slot = b * buf.nslots + src.addr[rs] // buf.g
+        slot = b * buf.nslots + src.bit_addr[rs] // buf.gbits
         th = src._template["thread"][rs - b * pb].astype(np.int32)
-        k = max(1, src.elem_bytes // buf.g)
+        k = max(1, src.elem_bits // buf.gbits)
         writer = buf.epoch_writer[slot]
         # written in this epoch by another thread: the last writer is another thread, or the
         # slot was raced (two threads wrote it, so another did even if this one wrote last)
@@ -548,9 +549,9 @@ class Dataflow(Accumulator):
             return
         if dst.memory == "shared":
             buf = bufs[dst.buffer]
-            slot = b * buf.nslots + dst.addr[rd] // buf.g
+            slot = b * buf.nslots + dst.bit_addr[rd] // buf.gbits
             th = dst._template["thread"][rd - b * pb].astype(np.int32)
-            k = max(1, dst.elem_bytes // buf.g)
+            k = max(1, dst.elem_bits // buf.gbits)
             war = np.zeros(rd.size, dtype=bool)
             for j in range(k):
                 r = buf.epoch_reader[slot + j]
@@ -606,7 +607,7 @@ class Dataflow(Accumulator):
         for j in np.flatnonzero(lost)[:max(0, room)]:
             first = dst.row(int(rd[j]))
             other = int(buf.epoch_writer[s[j]])
-            byte = (int(s[j]) % buf.nslots) * buf.g
+            byte = (int(s[j]) % buf.nslots) * buf.gbits // 8
             self.findings["race"].append(Finding(
                 check="dataflow", kind="race", stage=si, side="dst",
                 witness={"block": first["block"], "byte": byte, "word": byte // 4, "first": first,
@@ -638,7 +639,8 @@ class Dataflow(Accumulator):
         pend = buf.epoch_writer != -1
         np.copyto(buf.val, buf.epoch_val, where=pend)
         buf.written |= pend
-        raced = int((buf.raced.reshape(w.size, -1).sum(axis=1) * w).sum()) * buf.g  # counted per byte
+        # counted per byte (a raced sub-byte slot counts its fraction, rounded down)
+        raced = int((buf.raced.reshape(w.size, -1).sum(axis=1) * w).sum()) * buf.gbits // 8
         buf.epoch_writer.fill(-1)
         buf.epoch_reader.fill(-1)
         buf.raced.fill(False)

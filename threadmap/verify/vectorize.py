@@ -41,28 +41,40 @@ def widest_vector_definition(addresses_in_value_order: Sequence[int], elem_bytes
 
 
 def widest_per_thread(t: AccessTable) -> np.ndarray:
-    """(blocks, warps * 32) widest legal bits of every thread (0 for padding)."""
-    e = int(t.elem_bytes)
+    """(blocks, warps * 32) widest legal bits of every thread (0 for padding, and for a
+    sub-byte thread with no legal access: an access is a whole number of bytes)."""
+    eb = int(t.elem_bits)
     nb, W, S, vec = t.blocks.size, t.warps, t.steps, t.vec
-    a = t.addr.reshape(nb, W, S, hw.WARP_SIZE, vec).transpose(0, 1, 3, 2, 4).reshape(nb, W * hw.WARP_SIZE, -1)
+    # bit addresses: contiguity and alignment of any element width, sub-byte included
+    a = t.bit_addr.reshape(nb, W, S, hw.WARP_SIZE, vec).transpose(0, 1, 3, 2, 4).reshape(nb, W * hw.WARP_SIZE, -1)
     V = a.shape[2]
     best = np.zeros(a.shape[:2], dtype=np.int64)
     k = 1
-    step_ok = np.diff(a, axis=2) == e if V > 1 else np.zeros(a.shape[:2] + (0,), dtype=bool)
-    while k * e * 8 <= hw.MAX_ACCESS_BYTES * 8 and V % k == 0:
+    step_ok = np.diff(a, axis=2) == eb if V > 1 else np.zeros(a.shape[:2] + (0,), dtype=bool)
+    while k * eb <= hw.MAX_ACCESS_BYTES * 8 and V % k == 0:
+        if k * eb % 8:
+            k *= 2
+            continue
         g = a.reshape(nb, -1, V // k, k)
-        ok = np.all(g[..., 0] % (k * e) == 0, axis=2)
+        ok = np.all(g[..., 0] % (k * eb) == 0, axis=2)
         if k > 1:
             inner = np.ones((nb, a.shape[1], V), dtype=bool)
             inner[..., :-1] = step_ok
             inner = inner.reshape(nb, -1, V // k, k)[..., :-1]
             ok &= inner.all(axis=(2, 3))
-        best = np.where(ok, k * e * 8, best)
+        best = np.where(ok, k * eb, best)
         k *= 2
     if t.valid is not None:
-        real = t.valid.reshape(nb, W, S, hw.WARP_SIZE, vec)[:, :, 0, :, 0].reshape(nb, -1)
-        best = np.where(real, best, 0)
+        best = np.where(real_threads(t), best, 0)
     return best
+
+
+def real_threads(t: AccessTable) -> np.ndarray:
+    """(blocks, warps * 32): the rows of real threads (not a padded last warp's)."""
+    nb, W, S, vec = t.blocks.size, t.warps, t.steps, t.vec
+    if t.valid is None:
+        return np.ones((nb, W * hw.WARP_SIZE), dtype=bool)
+    return t.valid.reshape(nb, W, S, hw.WARP_SIZE, vec)[:, :, 0, :, 0].reshape(nb, -1)
 
 
 _NOREAL = np.iinfo(np.int64).max
@@ -74,7 +86,7 @@ def block_stats(t: AccessTable) -> dict[str, np.ndarray]:
     declared accesses."""
     nb = int(t.blocks.size)
     best = widest_per_thread(t)
-    real = best > 0 if t.valid is not None else np.ones(best.shape, dtype=bool)
+    real = real_threads(t)
     H = hw.MAX_ACCESS_BYTES + 1
     code = np.where(real, best // 8, 0)
     key = np.arange(nb, dtype=np.int64)[:, None] * H + code
@@ -108,8 +120,9 @@ class Vectorize(Accumulator):
         # pattern shifted by a multiple of every width tried have the reference's statistics
         L = period(hw.LINE_BYTES, hw.MAX_ACCESS_BYTES, t.access_bytes,
                    *[k * t.elem_bytes for k in (1, 2, 4, 8, 16) if k * t.elem_bytes <= hw.MAX_ACCESS_BYTES])
+        # (a sub-byte table's widths are whole bytes too: 1 to 16, the list for elem_bytes 1)
         eligible = v.addr.ok if v.vtpl is not None else np.zeros(v.nb, dtype=bool)
-        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bytes, t.vec))
+        self.memo.reset_unless((v.addr.rel, v.vtpl, t.elem_bits, t.vec))
         st = per_block(t, eligible, v.addr.start % L, self.memo, block_stats)
         w = np.asarray(weights, dtype=np.int64)
         hist = (st["hist"] * w[:, None]).sum(axis=0)

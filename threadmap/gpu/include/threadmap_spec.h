@@ -46,6 +46,7 @@
 #include <cute/tensor.hpp>
 #include <cute/atom/copy_atom.hpp>
 #include <cute/atom/mma_atom.hpp>
+#include <cutlass/complex.h>
 #include <cutlass/numeric_types.h>
 #include <cutlass/transform/pitch_linear_thread_map.h>
 
@@ -107,13 +108,18 @@ THREADMAP_ELEMENT(int32_t, "i32")
 THREADMAP_ELEMENT(uint32_t, "u32")
 THREADMAP_ELEMENT(int64_t, "i64")
 THREADMAP_ELEMENT(uint64_t, "u64")
+THREADMAP_ELEMENT(cutlass::complex<float>, "cf32")
+THREADMAP_ELEMENT(cutlass::complex<double>, "cf64")
+THREADMAP_ELEMENT(cutlass::int4b_t, "i4")
+THREADMAP_ELEMENT(cutlass::uint4b_t, "u4")
+THREADMAP_ELEMENT(cutlass::uint1b_t, "b1")
 #undef THREADMAP_ELEMENT
 
 template <class T>
 const char* element() {
   static_assert(element_name<std::remove_cv_t<T>>::value != nullptr,
                 "threadmap: this element type has no spec name (f64 f32 tf32 f16 bf16 e4m3 e5m2 "
-                "i8..i64 u8..u64)");
+                "i8..i64 u8..u64 cf32 cf64 i4 u4 b1)");
   return element_name<std::remove_cv_t<T>>::value;
 }
 
