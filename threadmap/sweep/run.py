@@ -20,6 +20,7 @@ from typing import Any
 
 from threadmap.sweep import DEFAULT_BATCH
 from threadmap.sweep.library import (
+    CONV_KINDS,
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
     Configuration,
@@ -59,7 +60,7 @@ class KindRow:
     kind: str
     kernels: int
     configurations: int
-    in_slice: int = 0          # configurations this slice analyses (2.x GEMM, DefaultMma families)
+    in_slice: int = 0          # configurations this slice analyses (2.x GEMM of DefaultMma families, conv)
     analysed: int = 0
     passed: int = 0
     with_findings: int = 0
@@ -116,7 +117,13 @@ class SweepReport:
 
 
 def in_slice(cfg: Configuration) -> bool:
-    return cfg.kind == "gemm" and cfg.family in DEFAULT_MMA_FAMILIES
+    """2.x GEMMs of the DefaultMma families, and 2.x convolutions (implicit GEMMs)."""
+    return (cfg.kind == "gemm" and cfg.family in DEFAULT_MMA_FAMILIES) or cfg.kind in CONV_KINDS
+
+
+#: the global layouts a spec gives per kind: a GEMM's row- or column-major operands, a
+#: convolution's packed tensors (the interleaved NC32HW32 ... are not modelled)
+SPEC_LAYOUTS = {"gemm": ("n", "t"), "conv2d": ("nhwc",), "conv3d": ("ndhwc",)}
 
 
 def prefilter(cfg: Configuration, digest: str) -> Result | None:
@@ -127,9 +134,17 @@ def prefilter(cfg: Configuration, digest: str) -> Result | None:
         if el not in SPEC_ELEMENTS:
             return _not_analysed(cfg, digest, "element type without a spec name",
                                  f"{w.upper()}: {el} (complex and sub-byte types have no spec element)")
-        if f[f"layout_{w}"] not in ("n", "t"):
-            return _not_analysed(cfg, digest, "global layout neither row- nor column-major",
-                                 f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")
+        if f[f"layout_{w}"] not in SPEC_LAYOUTS[cfg.kind]:
+            what = "global layout neither row- nor column-major" if cfg.kind == "gemm" else \
+                "global layout not a packed tensor"
+            return _not_analysed(cfg, digest, what, f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")
+    if cfg.kind in CONV_KINDS:
+        from threadmap.sweep.extract_conv import NoFamily, family
+
+        try:
+            family(cfg)
+        except NoFamily as e:
+            return _not_analysed(cfg, digest, "convolution without a spec family", str(e))
     return None
 
 
@@ -142,11 +157,13 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     """Extract one batch; per configuration a not-analysed Result or (digest, Written)."""
     from threadmap.sweep.extract import extract
     from threadmap.sweep.specs import NotAnalysed, spec_text
+    from threadmap.sweep.specs_conv import conv_spec_text
 
     out: list[Any] = []
     for cfg, digest, ex in zip(configs, digests, extract(configs), strict=True):
+        write = conv_spec_text if cfg.kind in CONV_KINDS else spec_text
         try:
-            out.append((digest, spec_text(cfg, ex, headers)))
+            out.append((digest, write(cfg, ex, headers)))
         except NotAnalysed as e:
             out.append(_not_analysed(cfg, digest, e.kind, e.detail))
     return out
