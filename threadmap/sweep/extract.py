@@ -149,6 +149,8 @@ template <class Kernel> void mainloop(const char* id, int mode_a = -2, int mode_
 #: :mod:`threadmap.sweep.extract_conv`'s oracle of the iterators' addresses)
 CONV_PRELUDE = """\
 #include <cstdint>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cutlass/conv/kernel/default_conv2d_fprop.h>
 #include <cutlass/conv/kernel/default_conv2d_dgrad.h>
 #include <cutlass/conv/kernel/default_conv2d_wgrad.h>

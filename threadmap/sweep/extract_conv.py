@@ -77,6 +77,22 @@ void iterator_offsets(const char* id, const char* key, typename It::Params const
   }
 }
 
+// run `body` in a child process: an iterator that faults or exits host-side costs its own
+// configuration's oracle, not the batch's other configurations
+template <class F> void isolated(const char* id, const char* key, F body) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    body();
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    std::printf("%s\\t%s\\t?the iterator run host-side ended with status %d\\n", id, key, status);
+}
+
 template <class Kernel, class PS>
 void conv_oracle(const char* id, PS const& ps, int last_row, int last_col, int tiles) {
   using Mma = typename Kernel::Mma;
@@ -87,10 +103,10 @@ void conv_oracle(const char* id, PS const& ps, int last_row, int last_col, int t
   // what the kernel's Params holds (implicit_gemm_convolution.h)
   auto pa = ItA::getParams(ps, la);
   typename ItB::Params pb(ps, lb);
-  iterator_offsets<ItA>(id, "oracle.A0", pa, ps, 0, 0, tiles);
-  iterator_offsets<ItA>(id, "oracle.A1", pa, ps, last_row, 0, tiles);
-  iterator_offsets<ItB>(id, "oracle.B0", pb, ps, 0, 0, tiles);
-  iterator_offsets<ItB>(id, "oracle.B1", pb, ps, 0, last_col, tiles);
+  isolated(id, "oracle.A0", [&] { iterator_offsets<ItA>(id, "oracle.A0", pa, ps, 0, 0, tiles); });
+  isolated(id, "oracle.A1", [&] { iterator_offsets<ItA>(id, "oracle.A1", pa, ps, last_row, 0, tiles); });
+  isolated(id, "oracle.B0", [&] { iterator_offsets<ItB>(id, "oracle.B0", pb, ps, 0, 0, tiles); });
+  isolated(id, "oracle.B1", [&] { iterator_offsets<ItB>(id, "oracle.B1", pb, ps, 0, last_col, tiles); });
 }
 
 }  // namespace tm_sweep
@@ -153,88 +169,121 @@ def _layout(modes: list[tuple[list[str], list[str]]]) -> str:
 
 
 def family(cfg: Configuration) -> Family:
-    """The spec family of a convolution configuration, or :class:`NoFamily`."""
+    """The spec family of a convolution configuration, or :class:`NoFamily`.
+
+    Fprop (unit stride and dilation, no padding, cross-correlation): GEMM (M, N, K) =
+    (N*P*Q, K, R*S*C); A is the activation at (n, p + r, q + s, c), B the filter (k, r, s, c);
+    the GEMM k runs (c in the k-tile, s, r, k-tile of C) as the iterators' ``advance()`` steps
+    s, then r, then C by kK, so C is a multiple of kK.
+
+    Dgrad (unit stride and dilation, convolution mode, padding R - 1 and S - 1: every filter tap
+    of every input position then lies inside the output gradient, whose extents are
+    P = H + R - 1, Q = W + S - 1): GEMM (N*H*W, C, R*S*K); A is the output gradient at
+    (n, h + r, w + s, k) (the iterator's p = h + pad - (R - 1 - r)), B the filter (k, r, s, c);
+    k runs (k in the k-tile, s, r, k-tile of K), so K is a multiple of kK.
+
+    Wgrad (unit stride and dilation, no padding, cross-correlation): GEMM (K, R*S*C, N*P*Q); A is
+    the output gradient (n, p, q, k), B the activation at (n, p + r, q + s, c), the GEMM n being
+    (c, s, r).  The activation iterator checks only that (n, h, w) is inside the tensor, not that
+    r < R, so a ragged last CTA column would read real elements; R*S*C is a multiple of kN.
+
+    Conv3d adds a depth dimension (Z, D, T) outermost in each.  One group (the group kernels'
+    iterators, with groups = 1, are the plain ones'), split-k 1."""
     f = cfg.fields
     conv, algo = f["conv_kind"], f["iterator_algorithm"]
     tm, tn, tk = f["threadblock"]
+    align_a, align_b = int(f["align_a"]), int(f["align_b"])
     three = cfg.kind == "conv3d"
     if algo not in ("Analytic", "Optimized"):
         raise NoFamily(f"the {algo} iterators (a fixed filter-channel count per access) are not modelled")
-    if conv == "Dgrad" and f["stride_support"] == "Strided":
+    if conv == "Dgrad" and f["stride_support"] == "Strided" and not three:
         raise NoFamily("strided dgrad (ImplicitGemmConvolutionStridedDgrad: its iterators start at a filter "
                        "phase per CTA) is not modelled")
     # (output, input, filter) size names per spatial dimension, innermost first
     dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if three else [])
-    outs = [o for o, _, _ in dims]
     filt = [r for _, _, r in dims]
-    # the sample: 3x3 (x2) filters, C two k-tiles, K two CTA columns (the second ragged), and
-    # enough images for two CTA rows of output positions (the second ragged)
+    # the sample: 3x3 (x2) filters, two k-tiles of channels, two CTA columns (the second
+    # ragged where the family allows), enough images for two CTA rows (the second ragged)
     sample: dict[str, int] = {}
-    for i, (o, _, r) in enumerate(dims):
-        sample[o] = 7 if i == 0 else 5 if i == 1 else 2
+    for i, (o, x, r) in enumerate(dims):
         sample[r] = 3 if i < 2 else 2
-    sample["N"] = tm // int(np.prod([sample[o] for o in outs])) + 1
+        sample[x if conv == "Dgrad" else o] = 7 if i == 0 else 5 if i == 1 else 2
+    # the free spatial names: the GEMM's output positions (Fprop, Wgrad) or input (Dgrad)
+    free = [x if conv == "Dgrad" else o for o, x, _ in dims]
+    big = [f"({v}+{r}-1)" for v, r in zip(free, filt, strict=True)]   # the other tensor's extents
+    positions = int(np.prod([sample[v] for v in free]))
+    fil = _packed(filt, "C")
     if conv == "Fprop":
-        # A: the activation (N, [D,] H, W, C) at (n, [z + t,] p + r, q + s, c): the input
-        # extent of a dimension is output + filter - 1; GEMM m = (q, p, [z,] n), GEMM k =
-        # (c in the k-tile, s, r, [t,] k-tile of C): the iterators' order (advance() steps s,
-        # then r, [then t,] then C by kK)
-        act = _packed([f"({o}+{r}-1)" for o, _, r in dims], "C")
-        a = _layout([([*outs, "N"], act), ([str(tk), *filt, f"C/{tk}"], ["1", *act[:-1], str(tk)])])
-        # B: the filter (K, [T,] R, S, C) at (k, [t,] r, s, c)
-        fil = _packed(filt, "C")
+        act = _packed(big, "C")
+        a = _layout([([*free, "N"], act), ([str(tk), *filt, f"C/{tk}"], ["1", *act[:-1], str(tk)])])
         b = _layout([([str(tk), *filt, f"C/{tk}"], ["1", *fil[:-1], str(tk)]), (["K"], [fil[-1]])])
-        m, n, k = "*".join(["N", *outs]), "K", "*".join([*filt, "C"])
-        sample["C"], sample["K"] = 2 * tk, 2 * tn - 1
-        what = (f"unit stride and dilation, no padding, cross-correlation, one group, C a multiple of "
-                f"kK = {tk}")
+        m, n, k = "*".join(["N", *free]), "K", "*".join([*filt, "C"])
+        sample["N"] = tm // positions + 1
+        sample["C"], sample["K"] = 2 * tk, 2 * tn - align_b
+        sizes_ck = {"C": (tk, [tk, 2 * tk]), "K": (align_b, [2 * tn - align_b, 2 * tn])}
+        assume = [f"C % {tk} == 0"]
+        what = f"unit stride and dilation, no padding, cross-correlation, one group, C a multiple of kK = {tk}"
     elif conv == "Dgrad":
-        raise NoFamily("dgrad not yet modelled")
+        dy = _packed(big, "K")
+        a = _layout([([*free, "N"], dy), ([str(tk), *filt, f"K/{tk}"], ["1", *dy[:-1], str(tk)])])
+        # the filter's (k, r, s) strides: k is its batch mode
+        b = _layout([([str(tk), *filt, f"K/{tk}"], [fil[-1], *fil[:-1], f"{tk}*{fil[-1]}"]), (["C"], ["1"])])
+        m, n, k = "*".join(["N", *free]), "C", "*".join([*filt, "K"])
+        sample["N"] = tm // positions + 1
+        sample["K"], sample["C"] = 2 * tk, 2 * tn - align_b
+        sizes_ck = {"K": (tk, [tk, 2 * tk]), "C": (align_b, [2 * tn - align_b, 2 * tn])}
+        assume = [f"K % {tk} == 0"]
+        what = (f"unit stride and dilation, convolution mode, padding R - 1 and S - 1 (every filter tap in "
+                f"bounds; for 1x1 filters every unpadded problem), one group, K a multiple of kK = {tk}")
     else:
-        raise NoFamily("wgrad not yet modelled")
+        a = _layout([(["K"], ["1"]), (["*".join(["N", *free])], ["K"])])
+        act = _packed(big, "C")
+        b = _layout([([*free, "N"], act), (["C", *filt], ["1", *act[:-1]])])
+        m, n, k = "K", "*".join([*filt, "C"]), "*".join(["N", *free])
+        sample["N"] = tk // positions + 1
+        sample["K"], sample["C"] = 2 * tm - align_a, tn
+        sizes_ck = {"K": (align_a, [2 * tm - align_a, 2 * tm]), "C": (align_b, [tn, 2 * tn])}
+        assume = [f"{n} % {tn} == 0"]
+        what = (f"unit stride and dilation, no padding, cross-correlation, one group, R*S*C a multiple of "
+                f"kN = {tn}")
     # the ranges bound what the model proves over (a grid's z stays within 65535 k-tiles and
     # a tensor within 2^31 elements per mode); the samples are what the checks enumerate
-    spatial = 64 if three else 256
+    spatial = (16 if three else 64) if conv == "Wgrad" else (64 if three else 256)
     sizes: dict[str, dict[str, Any]] = {"N": {"min": 1, "max": spatial, "samples": sorted({1, sample["N"]})}}
-    for o, r in zip(outs, filt, strict=True):
-        sizes[o] = {"min": 1, "max": spatial, "samples": [sample[o]]}
+    for v, r in zip(free, filt, strict=True):
+        sizes[v] = {"min": 1, "max": spatial, "samples": [sample[v]]}
         sizes[r] = {"min": 1, "max": 8, "samples": [1, 3] if r != "T" else [1, 2]}
-    sizes["C"] = {"min": tk, "max": 1024, "multiple_of": tk, "samples": [tk, 2 * tk]}
-    sizes["K"] = {"min": 1, "max": 1 << 14, "samples": [2 * tn - 1, 2 * tn]}
-    assume = [f"C % {tk} == 0"]
+    for name, (mult, samples) in sizes_ck.items():
+        top = 1024 if mult == tk else 1 << 14
+        sizes[name] = {"min": mult, "max": top // mult * mult, "samples": samples}
+        if mult > 1:
+            sizes[name]["multiple_of"] = mult
     env = dict(sample)
     M, N, K = _evaluate(m, env), _evaluate(n, env), _evaluate(k, env)
-    ps = problem_cxx(cfg, env)
-    return Family(sizes, assume, m, n, k, a, b, sample, ps, what, tiles=-(-K // tk),
+    return Family(sizes, assume, m, n, k, a, b, sample, problem_cxx(cfg, env), what, tiles=-(-K // tk),
                   extents={"M": M, "N": N, "K": K})
 
 
 def problem_cxx(cfg: Configuration, s: Mapping[str, int]) -> str:
-    """The C++ problem size of a sample (``Conv2dProblemSize`` / ``Conv3dProblemSize``)."""
-    conv = cfg.fields["conv_kind"]
-    dgrad = conv == "Dgrad"
+    """The C++ problem size of a sample of :func:`family` (``Conv2dProblemSize`` /
+    ``Conv3dProblemSize``): the derived extents and the padding of the family."""
+    dgrad = cfg.fields["conv_kind"] == "Dgrad"
     mode = "cutlass::conv::Mode::kConvolution" if dgrad else "cutlass::conv::Mode::kCrossCorrelation"
-    if cfg.kind == "conv3d":
+    dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if cfg.kind == "conv3d" else [])
+    ext: dict[str, int] = {}
+    pad: dict[str, int] = {}
+    for o, x, r in dims:
         if dgrad:
-            d, h, w = s["Z"], s["P"], s["Q"]
-            z, p, q = d + s["T"] - 1, h + s["R"] - 1, w + s["S"] - 1
-            pads = (s["T"] - 1, s["R"] - 1, s["S"] - 1)
+            ext[x], ext[o], pad[r] = s[x], s[x] + s[r] - 1, s[r] - 1
         else:
-            z, p, q = s["Z"], s["P"], s["Q"]
-            d, h, w = z + s["T"] - 1, p + s["R"] - 1, q + s["S"] - 1
-            pads = (0, 0, 0)
-        return (f"cutlass::conv::Conv3dProblemSize({s['N']}, {d}, {h}, {w}, {s['C']}, {s['K']}, {s['T']}, "
-                f"{s['R']}, {s['S']}, {z}, {p}, {q}, {pads[0]}, {pads[1]}, {pads[2]}, 1, 1, 1, 1, 1, 1, {mode}, 1, 1)")
-    if dgrad:
-        h, w = s["P"], s["Q"]
-        p, q = h + s["R"] - 1, w + s["S"] - 1
-        pads2 = (s["R"] - 1, s["S"] - 1)
-    else:
-        p, q = s["P"], s["Q"]
-        h, w = p + s["R"] - 1, q + s["S"] - 1
-        pads2 = (0, 0)
-    return (f"cutlass::conv::Conv2dProblemSize({s['N']}, {h}, {w}, {s['C']}, {s['K']}, {s['R']}, {s['S']}, "
-            f"{p}, {q}, {pads2[0]}, {pads2[1]}, 1, 1, 1, 1, {mode}, 1, 1)")
+            ext[o], ext[x], pad[r] = s[o], s[o] + s[r] - 1, 0
+    n, c, k = s["N"], s["C"], s["K"]
+    if cfg.kind == "conv3d":
+        return (f"cutlass::conv::Conv3dProblemSize({n}, {ext['D']}, {ext['H']}, {ext['W']}, {c}, {k}, {s['T']}, "
+                f"{s['R']}, {s['S']}, {ext['Z']}, {ext['P']}, {ext['Q']}, {pad['T']}, {pad['R']}, {pad['S']}, "
+                f"1, 1, 1, 1, 1, 1, {mode}, 1, 1)")
+    return (f"cutlass::conv::Conv2dProblemSize({n}, {ext['H']}, {ext['W']}, {c}, {k}, {s['R']}, {s['S']}, "
+            f"{ext['P']}, {ext['Q']}, {pad['R']}, {pad['S']}, 1, 1, 1, 1, {mode}, 1, 1)")
 
 
 def conv_calls(cfg: Configuration, cid: str) -> str:

@@ -102,7 +102,7 @@ def conv_spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
         "threads": a.threads,
         "sizes": fam.sizes,
         "assume": fam.assume,
-        "grid": [f"ceil_div({fam.m}, {tm})", f"ceil_div({fam.n}, {tn})", f"{fam.k} / {tk}"],
+        "grid": [f"ceil_div({fam.m}, {tm})", f"ceil_div({fam.n}, {tn})", f"ceil_div({fam.k}, {tk})"],
         "tensors": {
             "A": {"memory": "global", "layout": fam.a},
             "B": {"memory": "global", "layout": fam.b},
