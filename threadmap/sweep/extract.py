@@ -36,10 +36,10 @@ from typing import Any
 import numpy as np
 
 from threadmap.gpu import toolchain
-from threadmap.sweep.library import Configuration
+from threadmap.sweep.library import CONV_KINDS, Configuration
 
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
-_LINE = re.compile(r"^(c\d+)\t([A-Za-z_.]+)\t(.*)$")
+_LINE = re.compile(r"^(c\d+)\t([A-Za-z0-9_.]+)\t(.*)$")
 
 PRELUDE = """\
 #include <cstdio>
@@ -94,8 +94,9 @@ struct multistage<M, std::void_t<decltype(M::kCacheOpA), typename M::SmemIterato
     : std::true_type {};
 
 // one operand: It the global iterator, SIt the shared one, layout the shared layout object
+// mode: which tile mode is the global iterator's contiguous one (-2: from its matrix layout)
 template <class It, class SIt, class SmemLayout>
-void operand(const char* id, char which, int cache_op, SmemLayout const& layout, int rows, int cols) {
+void operand(const char* id, char which, int cache_op, SmemLayout const& layout, int rows, int cols, int mode) {
   using TM = typename It::ThreadMap;
   using STM = typename SIt::ThreadMap;
   char key[64];
@@ -108,7 +109,7 @@ void operand(const char* id, char which, int cache_op, SmemLayout const& layout,
   std::printf("%s\\t%s\\t%d\\n", id, k("accesses_per_vector"), int(It::kAccessesPerVector));
   std::printf("%s\\t%s\\t%d\\n", id, k("cache_op"), cache_op);
   std::printf("%s\\t%s\\t%d\\n", id, k("threads"), int(TM::kThreads));
-  map_spec<TM>(id, k("map"), contiguous_mode<typename It::Layout>());
+  map_spec<TM>(id, k("map"), mode == -2 ? contiguous_mode<typename It::Layout>() : mode);
   map_offsets<TM>(id, k("gmap"));
   map_offsets<STM>(id, k("smap"));
   std::printf("%s\\t%s\\t%s\\n", id, k("smem_layout"), threadmap::detail::type_name<typename SIt::Layout>().c_str());
@@ -118,7 +119,9 @@ void operand(const char* id, char which, int cache_op, SmemLayout const& layout,
   std::printf("\\n");
 }
 
-template <class Kernel> void mainloop(const char* id) {
+// the contiguous modes: -2 takes them from the iterators' matrix layouts (a GEMM's); a
+// convolution's iterators have tensor layouts, and its kind says which GEMM mode is contiguous
+template <class Kernel> void mainloop(const char* id, int mode_a = -2, int mode_b = -2) {
   using Mma = typename Kernel::Mma;
   if constexpr (multistage<Mma>::value) {
     using SS = typename Mma::SharedStorage;
@@ -130,9 +133,9 @@ template <class Kernel> void mainloop(const char* id) {
     auto la = Mma::Operator::LayoutA::packed({SS::ShapeA::kRow, SS::ShapeA::kColumn});
     auto lb = Mma::Operator::LayoutB::packed({SS::ShapeB::kRow, SS::ShapeB::kColumn});
     operand<typename Mma::IteratorA, typename Mma::SmemIteratorA>(id, 'A', int(Mma::kCacheOpA), la,
-                                                                   Shape::kM, Shape::kK);
+                                                                   Shape::kM, Shape::kK, mode_a);
     operand<typename Mma::IteratorB, typename Mma::SmemIteratorB>(id, 'B', int(Mma::kCacheOpB), lb,
-                                                                   Shape::kK, Shape::kN);
+                                                                   Shape::kK, Shape::kN, mode_b);
   } else {
     std::printf("%s\\tmainloop\\t?%s\\n", id, threadmap::detail::type_name<Mma>().c_str());
   }
@@ -142,25 +145,69 @@ template <class Kernel> void mainloop(const char* id) {
 """
 
 
+#: what a convolution's kernel text needs besides :data:`PRELUDE` (the conv headers, and
+#: :mod:`threadmap.sweep.extract_conv`'s oracle of the iterators' addresses)
+CONV_PRELUDE = """\
+#include <cstdint>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cutlass/conv/kernel/default_conv2d_fprop.h>
+#include <cutlass/conv/kernel/default_conv2d_dgrad.h>
+#include <cutlass/conv/kernel/default_conv2d_wgrad.h>
+#include <cutlass/conv/kernel/default_conv2d_group_fprop.h>
+#include <cutlass/conv/kernel/default_conv3d_fprop.h>
+#include <cutlass/conv/kernel/default_conv3d_dgrad.h>
+#include <cutlass/conv/kernel/default_conv3d_wgrad.h>
+"""
+
+
 def _emitted(cfg: Configuration, cid: str) -> str:
     """The kernel declaration the library compiles for the configuration's first kernel,
     under the name ``cid`` (the generator's emitter, unchanged otherwise)."""
-    from cutlass_library import gemm_operation as go
-
     op = cfg.operation
-    emitter = go.EmitGemmGroupedInstance() if cfg.family == "grouped" else go.EmitGemmUniversalInstance()
-    text = emitter.emit(op)
+    if cfg.kind == "conv2d":
+        from cutlass_library.conv2d_operation import EmitConv2dInstance
+
+        text = EmitConv2dInstance().emit(op)
+    elif cfg.kind == "conv3d":
+        from cutlass_library.conv3d_operation import EmitConv3dInstance
+
+        text = EmitConv3dInstance().emit(op)
+    else:
+        from cutlass_library import gemm_operation as go
+
+        emitter = go.EmitGemmGroupedInstance() if cfg.family == "grouped" else go.EmitGemmUniversalInstance()
+        text = emitter.emit(op)
     return text.replace(op.procedural_name(), f"{cid}_kernel")
+
+
+def _calls(cfg: Configuration, cid: str) -> str:
+    """What ``main`` does for one configuration: print its mainloop (a convolution's with the
+    contiguous modes of its kind, and its iterators' addresses on sample problems)."""
+    if cfg.kind not in CONV_KINDS:
+        return f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");'
+    from threadmap.sweep.extract_conv import conv_calls
+
+    return conv_calls(cfg, cid)
+
+
+def _prelude(configs: Sequence[Configuration]) -> str:
+    conv = any(c.kind in CONV_KINDS for c in configs)
+    if not conv:
+        return PRELUDE
+    from threadmap.sweep.extract_conv import CONV_ORACLE
+
+    return PRELUDE + CONV_PRELUDE + CONV_ORACLE
 
 
 def program(configs: Sequence[Configuration]) -> str:
     """The batch's translation unit: each configuration's kernel, and a main printing them."""
-    parts = [PRELUDE]
+    parts = [_prelude(configs)]
     calls = []
     for i, cfg in enumerate(configs):
         cid = f"c{i}"
         parts.append(_emitted(cfg, cid))
-        calls.append(f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");')
+        calls.append(_calls(cfg, cid))
     parts.append("int main() {\n" + "\n".join(calls) + "\n  return 0;\n}\n")
     return "\n".join(parts)
 
@@ -217,6 +264,8 @@ class Extracted:
     operands: dict[str, Operand] = field(default_factory=dict)
     error: str = ""
     error_kind: str = ""      # the class of the error (what a summary counts)
+    #: other printed fields by name (a convolution's ``oracle.A0`` ... checksums)
+    oracle: dict[str, str] = field(default_factory=dict)
 
 
 def _ints(text: str) -> list[int]:
@@ -266,7 +315,8 @@ def parse_fields(f: dict[str, str]) -> Extracted:
                          error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
     try:
         return Extracted("multistage", tuple(_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
-                         {w: _operand(f, w) for w in ("A", "B")})
+                         {w: _operand(f, w) for w in ("A", "B")},
+                         oracle={k: v for k, v in f.items() if k.startswith("oracle.")})
     except (KeyError, ValueError, IndexError) as e:
         return Extracted(error=f"the extraction program's output is incomplete ({type(e).__name__}: {e})",
                          error_kind="extraction output incomplete")
@@ -293,7 +343,9 @@ def _context() -> str:
 def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
     around it and :func:`_context`, whichever batch printed it."""
-    text = "\0".join([PRELUDE, _emitted(cfg, "c"), _context()])
+    text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
+    if cfg.kind in CONV_KINDS:
+        text += "\0" + _calls(cfg, "c")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

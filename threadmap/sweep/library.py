@@ -69,6 +69,9 @@ class Configuration:
     def label(self) -> str:
         """A short name of the configuration family (what a summary groups by)."""
         f = self.fields
+        if self.kind in CONV_KINDS:
+            return (f"{self.kind} {f['conv_kind'].lower()} {f['iterator_algorithm'].lower()} {f['opcode']} "
+                    f"{f['element_a']}/{f['element_b']} {f['layout_a']} align{f['align_a']}/{f['align_b']}")
         if self.kind != "gemm":
             return self.kind
         if "kernel_schedule" in f:
@@ -118,6 +121,43 @@ def gemm_fields(op: Any) -> dict[str, Any]:
     }
 
 
+#: the convolution kinds (2.x implicit GEMMs, ``ImplicitGemmMultistage`` on SM80)
+CONV_KINDS = ("conv2d", "conv3d")
+
+
+def conv_fields(kind: str, op: Any) -> dict[str, Any]:
+    """What decides a 2.x convolution's global to shared data movement: the dimension (the
+    kind), the conv kind (which tensors are the GEMM's A and B), the iterator algorithm and
+    stride support (which iterators), the group mode (the group kernels' iterators), the
+    operands' element types, layouts and alignments, the threadblock, warp and instruction
+    shapes, the stages, the opcode class, accumulator and math operation.  The epilogue's
+    types are not in it (kernels that differ only in their output share a configuration)."""
+    from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames
+
+    td = op.tile_description
+    mi = td.math_instruction
+
+    def layout(t: Any) -> str:
+        return str(ShortLayoutTypeNames.get(t.layout, _enum_name(t.layout)))
+
+    return {
+        "kind": kind,
+        "conv_kind": str(_enum_name(op.conv_kind)),
+        "iterator_algorithm": str(_enum_name(op.iterator_algorithm)),
+        "stride_support": str(_enum_name(op.stride_support)),
+        "group_mode": str(_enum_name(getattr(op, "group_mode", "NoneGroup"))),
+        "opcode": str(_enum_name(mi.opcode_class)).lower(),
+        "element_a": DataTypeNames[op.A.element], "layout_a": layout(op.A), "align_a": int(op.A.alignment),
+        "element_b": DataTypeNames[op.B.element], "layout_b": layout(op.B), "align_b": int(op.B.alignment),
+        "accumulator": DataTypeNames[mi.element_accumulator],
+        "threadblock": [int(x) for x in td.threadblock_shape],
+        "warp_count": [int(x) for x in td.warp_count],
+        "instruction": [int(x) for x in mi.instruction_shape],
+        "stages": int(td.stages),
+        "math": str(_enum_name(mi.math_operation)),
+    }
+
+
 #: attributes of non-GEMM operations that decide their data movement, where present
 _OTHER_ATTRS = ("conv_kind", "iterator_algorithm", "stride_support", "group_mode", "side_mode", "fill_mode",
                 "diag_type", "blas_mode", "rank_k_kind")
@@ -149,8 +189,12 @@ def configuration_key(kind: str, op: Any) -> tuple[str, dict[str, Any]]:
     """The canonical JSON key of a kernel's configuration and its fields."""
     if kind == "gemm" and is_3x(op):
         fields = gemm3x_fields(op)
+    elif kind == "gemm":
+        fields = gemm_fields(op)
+    elif kind in CONV_KINDS:
+        fields = conv_fields(kind, op)
     else:
-        fields = gemm_fields(op) if kind == "gemm" else {"kind": kind, **other_fields(op)}
+        fields = {"kind": kind, **other_fields(op)}
     return json.dumps(fields, sort_keys=True, separators=(",", ":")), fields
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from threadmap.sweep import DEFAULT_BATCH
 from threadmap.sweep.library import (
+    CONV_KINDS,
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
     Configuration,
@@ -60,7 +61,7 @@ class KindRow:
     kind: str
     kernels: int
     configurations: int
-    in_slice: int = 0          # configurations this slice analyses (2.x GEMM, DefaultMma families)
+    in_slice: int = 0          # configurations this slice analyses (2.x GEMM of DefaultMma families, conv)
     analysed: int = 0
     passed: int = 0
     with_findings: int = 0
@@ -117,7 +118,14 @@ class SweepReport:
 
 
 def in_slice(cfg: Configuration) -> bool:
-    return cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)
+    """2.x GEMMs of the DefaultMma families, sm90a 3.x GEMMs, and 2.x convolutions (implicit GEMMs)."""
+    return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)) \
+        or cfg.kind in CONV_KINDS
+
+
+#: the global layouts a spec gives per kind: a GEMM's row- or column-major operands, a
+#: convolution's packed tensors (the interleaved NC32HW32 ... are not modelled)
+SPEC_LAYOUTS = {"gemm": ("n", "t"), "conv2d": ("nhwc",), "conv3d": ("ndhwc",)}
 
 
 def prefilter(cfg: Configuration, digest: str) -> Result | None:
@@ -131,9 +139,17 @@ def prefilter(cfg: Configuration, digest: str) -> Result | None:
         if el not in SPEC_ELEMENTS:
             return _not_analysed(cfg, digest, "element type without a spec name",
                                  f"{w.upper()}: {el} has no spec element")
-        if f[f"layout_{w}"] not in ("n", "t"):
-            return _not_analysed(cfg, digest, "global layout neither row- nor column-major",
-                                 f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")
+        if f[f"layout_{w}"] not in SPEC_LAYOUTS[cfg.kind]:
+            what = "global layout neither row- nor column-major" if cfg.kind == "gemm" else \
+                "global layout not a packed tensor"
+            return _not_analysed(cfg, digest, what, f"{w.upper()}: layout {f[f'layout_{w}']} (interleaved)")
+    if cfg.kind in CONV_KINDS:
+        from threadmap.sweep.extract_conv import NoFamily, family
+
+        try:
+            family(cfg)
+        except NoFamily as e:
+            return _not_analysed(cfg, digest, "convolution without a spec family", str(e))
     return None
 
 
@@ -147,6 +163,7 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     from threadmap.sweep.extract import extract
     from threadmap.sweep.extract_sm90 import extract as extract3x
     from threadmap.sweep.specs import NotAnalysed, spec_text
+    from threadmap.sweep.specs_conv import conv_spec_text
     from threadmap.sweep.specs_sm90 import spec_text3x
 
     # 3.x configurations (sm90a collectives) have their own extractor; each kind is one program
@@ -155,8 +172,9 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     got3x = iter(extract3x([c for c, x in zip(configs, is3x, strict=True) if x]))
     out: list[Any] = []
     for cfg, digest, x in zip(configs, digests, is3x, strict=True):
+        write = conv_spec_text if cfg.kind in CONV_KINDS else spec_text
         try:
-            out.append((digest, spec_text3x(cfg, next(got3x), headers) if x else spec_text(cfg, next(got), headers)))
+            out.append((digest, spec_text3x(cfg, next(got3x), headers) if x else write(cfg, next(got), headers)))
         except NotAnalysed as e:
             out.append(_not_analysed(cfg, digest, e.kind, e.detail))
     return out

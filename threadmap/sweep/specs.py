@@ -164,8 +164,19 @@ def _size(tile: int, multiple: int, limit: int) -> dict[str, Any]:
     return {"min": multiple, "max": top, "samples": samples}
 
 
-def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
-    """The spec of one configuration, or NotAnalysed with the first premise that fails."""
+@dataclass(frozen=True)
+class Copies:
+    """What both operands' copies are, once every premise holds: per operand the cp.async
+    operation, the thread map as the spec gives it and the fitted shared layout."""
+
+    atoms: dict[str, str]
+    maps: dict[str, dict[str, Any]]
+    layouts: dict[str, str]
+
+
+def check_copies(ex: Extracted) -> Copies:
+    """The premises shared by every mainloop's spec (see the module docstring), in order; the
+    first that fails is raised as :class:`NotAnalysed`."""
     if ex.error:
         raise NotAnalysed(ex.error_kind or "extraction failed", ex.error)
     a, b = ex.operands["A"], ex.operands["B"]
@@ -179,8 +190,6 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
     check_thread_map("A", a)
     check_thread_map("B", b)
     access = {w: _check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
-    atoms = {w: v[0] for w, v in access.items()}
-    maps = {w: v[1] for w, v in access.items()}
     layouts: dict[str, str] = {}
     for w, op in (("A", a), ("B", b)):
         fitted = fit_layout(op.table)
@@ -189,6 +198,23 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
                               f"{w}: the shared layout {op.smem_layout.removeprefix('cutlass::layout::')} "
                               f"({ex.stages} stages) has no exact spec form: {fitted.reason}")
         layouts[w] = fitted.layout
+    return Copies({w: v[0] for w, v in access.items()}, {w: v[1] for w, v in access.items()}, layouts)
+
+
+def written(doc: dict[str, Any], head: str, layouts: dict[str, str]) -> Written:
+    """A spec document as text (after the comment ``head``), with the hash of its content
+    without its names."""
+    body = yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=110)
+    content = {k: v for k, v in doc.items() if k not in ("name", "description")}
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:24]
+    return Written(head + body, digest, layouts)
+
+
+def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
+    """The spec of one configuration, or NotAnalysed with the first premise that fails."""
+    copies = check_copies(ex)
+    a, b = ex.operands["A"], ex.operands["B"]
+    atoms, maps, layouts = copies.atoms, copies.maps, copies.layouts
     tm, tn, tk = ex.shape
     a_rows = a.map is not None and a.map["contiguous_mode"] == 0   # A column-major: M contiguous
     b_rows = b.map is not None and b.map["contiguous_mode"] == 1   # B row-major: N contiguous
@@ -239,8 +265,5 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
     head = (f"# Written by threadmap sweep from CUTLASS {headers}'s templates: the generator's kernel text for\n"
             f"# {cfg.kernels[0]} instantiated host-side; thread maps, cp.async widths and shared layouts\n"
             "# (offsets of every cell, fitted exactly) printed by the C++ objects themselves.\n")
-    body = yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=110)
-    content = {k: v for k, v in doc.items() if k not in ("name", "description")}
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:24]
-    return Written(head + body, digest, layouts)
+    return written(doc, head, layouts)
 

@@ -1,0 +1,134 @@
+"""A threadmap spec of a convolution configuration's global to shared copies.
+
+A 2.x convolution is an implicit GEMM: its mainloop copies A and B k-tiles with the GEMM's
+thread maps and shared layouts (the premises of :func:`threadmap.sweep.specs.check_copies`),
+from tensors whose addresses are a function of the GEMM coordinate.  For the family of problems
+of :func:`threadmap.sweep.extract_conv.family` that function is a CuTe layout in the size names
+(the im2col view of the activation, the filter as a matrix), so the spec is the GEMM spec's
+k-tile with those global layouts: each block copies the A tile ``(kM, kK)`` at ``(bx, bz)`` and
+the B tile ``(kK, kN)`` at ``(bz, by)``.  The layouts are not taken on trust: the kernel's own
+iterators, run host-side on a problem of the family, must give the layouts' offsets for every
+access of every thread over every k-tile (:func:`check_addresses`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from threadmap.sweep.extract import Extracted, Operand
+from threadmap.sweep.extract_conv import Family, NoFamily, digest, family
+from threadmap.sweep.library import Configuration
+from threadmap.sweep.specs import NotAnalysed, Written, check_copies, written
+
+
+def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: int) -> np.ndarray:
+    """The element offsets (-1: off) of every access of every thread over the sample's
+    k-tiles, in the oracle's order (thread, k-tile, vector, access of the vector), from the
+    family's layout of the operand evaluated by threadmap's layout engine."""
+    from threadmap.spec.parsed import bind_layout
+
+    assert op.map is not None
+    env = dict(fam.sample)
+    lay = bind_layout(fam.a if which == "A" else fam.b, env)
+    starts = op.gmap.starts()                                    # (T, J, 2): contiguous, strided
+    sub = np.arange(op.accesses_per_vector) * op.access
+    cont = starts[..., 0][..., None] + sub                       # (T, J, V)
+    strd = np.broadcast_to(starts[..., 1][..., None], cont.shape)
+    row_major = int(op.map["contiguous_mode"]) == 1
+    rows, cols = (strd, cont) if row_major else (cont, strd)
+    kt = np.arange(fam.tiles)[None, :, None, None] * tile_k
+    m_ext, n_ext, k_ext = fam.extents["M"], fam.extents["N"], fam.extents["K"]
+    if which == "A":
+        r = origin + rows[:, None]
+        c = kt + cols[:, None]
+        ext = (m_ext, k_ext)
+    else:
+        r = kt + rows[:, None]
+        c = origin + cols[:, None]
+        ext = (k_ext, n_ext)
+    r, c = np.broadcast_arrays(r, c)
+    # the access's last element decides (a vector predicate)
+    last_r = r + (0 if row_major else op.access - 1)
+    last_c = c + (op.access - 1 if row_major else 0)
+    ok = (last_r < ext[0]) & (last_c < ext[1])
+    off = np.asarray(lay((np.where(ok, r, 0).reshape(-1), np.where(ok, c, 0).reshape(-1))), dtype=np.int64)
+    return np.where(ok.reshape(-1), off, -1)
+
+
+def check_addresses(cfg: Configuration, fam: Family, ex: Extracted) -> None:
+    """The family's layouts give the addresses the kernel's iterators compute (the oracle's
+    checksums on the sample problem, first and last CTA row of A and column of B)."""
+    tm, tn, tk = ex.shape
+    origins = {"A": (0, (fam.extents["M"] - 1) // tm * tm), "B": (0, (fam.extents["N"] - 1) // tn * tn)}
+    for w, (first, last) in origins.items():
+        for i, origin in enumerate((first, last)):
+            got = ex.oracle.get(f"oracle.{w}{i}", "")
+            if not got or got.startswith("?"):
+                raise NotAnalysed("iterator addresses not checked",
+                                  f"{w}: the iterator {got[1:160] or '(none printed)'} cannot be run host-side")
+            want = " ".join(str(x) for x in digest(expected_offsets(fam, w, ex.operands[w], origin, tk)))
+            if got != want:
+                raise NotAnalysed("iterator addresses differ from the spec's layout",
+                                  f"{w}: on the sample problem {fam.sample} the iterator's offsets (checksums "
+                                  f"{got}) are not the layout {fam.a if w == 'A' else fam.b}'s ({want}), "
+                                  f"CTA at {origin}")
+
+
+def conv_spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
+    """The spec of one convolution configuration, or NotAnalysed with the first premise that
+    fails."""
+    try:
+        fam = family(cfg)
+    except NoFamily as e:
+        raise NotAnalysed("convolution without a spec family", str(e)) from None
+    copies = check_copies(ex)
+    check_addresses(cfg, fam, ex)
+    a, b = ex.operands["A"], ex.operands["B"]
+    tm, tn, tk = ex.shape
+    f = cfg.fields
+    kernels = len(cfg.kernels)
+    conv = f"{cfg.kind} {f['conv_kind']} ({f['iterator_algorithm']}"
+    conv += f", {f['group_mode']})" if f["group_mode"] != "NoneGroup" else ")"
+    doc: dict[str, Any] = {
+        "spec": 1,
+        "name": f"{cfg.kernels[0]} mainloop: cp.async of A and B into shared memory",
+        "description": (f"CUTLASS {headers} {conv} as an implicit GEMM ({kernels} kernel{'s' if kernels > 1 else ''} "
+                        f"share this configuration): the mainloop (ImplicitGemmMultistage) with tile "
+                        f"{tm}x{tn}x{tk}, {ex.stages} stages, GEMM (M, N, K) = ({fam.m}, {fam.n}, {fam.k}); "
+                        f"the problems: {fam.what}; shared layouts {a.smem_layout} and {b.smem_layout}"),
+        "element": a.element,
+        "threads": a.threads,
+        "sizes": fam.sizes,
+        "assume": fam.assume,
+        "grid": [f"ceil_div({fam.m}, {tm})", f"ceil_div({fam.n}, {tn})", f"ceil_div({fam.k}, {tk})"],
+        "tensors": {
+            "A": {"memory": "global", "layout": fam.a},
+            "B": {"memory": "global", "layout": fam.b},
+            "sA": {"memory": "shared", "layout": copies.layouts["A"]},
+            "sB": {"memory": "shared", "layout": copies.layouts["B"]},
+        },
+        "stages": [
+            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": ["bx", "bz"], "thread_map": copies.maps["A"]},
+                      "dst": {"tensor": "sA", "thread_map": copies.maps["A"]},
+                      "predicate": "vector", "atom": copies.atoms["A"],
+                      "name": "cp.async A (IteratorA -> SmemIteratorA)"}},
+            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": ["bz", "by"], "thread_map": copies.maps["B"]},
+                      "dst": {"tensor": "sB", "thread_map": copies.maps["B"]},
+                      "predicate": "vector", "atom": copies.atoms["B"],
+                      "name": "cp.async B (IteratorB -> SmemIteratorB)"}},
+            "barrier",
+        ],
+        # every CTA of a grid row (column) reads the same A (B) k-tile, and an activation
+        # element is read once per filter tap that reaches it
+        "expect": {"coverage": "replicated"},
+    }
+    if b.element != a.element:
+        doc["tensors"]["B"]["element"] = b.element
+        doc["tensors"]["sB"]["element"] = b.element
+    head = (f"# Written by threadmap sweep from CUTLASS {headers}'s templates: the generator's kernel text for\n"
+            f"# {cfg.kernels[0]} instantiated host-side; thread maps, cp.async widths, shared layouts\n"
+            "# (offsets of every cell, fitted exactly) printed by the C++ objects themselves; the global\n"
+            "# layouts checked against the kernel's iterators run host-side on one problem of the family.\n")
+    return written(doc, head, copies.layouts)
