@@ -29,10 +29,10 @@ def result(cfg: Configuration, ex: Extracted) -> Result:
     """The configuration's row as the sweep stores it (its spec verified with the sweep's own
     function)."""
     w = spec_text(cfg, ex, "test")
-    status, findings, warnings, secs, err = verify_text(w.text, cfg.kernels[0])
+    status, findings, warnings, costs, secs, err = verify_text(w.text, cfg.kernels[0])
     assert not err
     return Result(cfg.digest("test"), cfg.key, cfg.label, status, findings=findings, warnings=warnings,  # type: ignore[arg-type]
-                  spec=w.text, spec_hash=w.content_hash, kernels=list(cfg.kernels))
+                  spec=w.text, costs=costs, spec_hash=w.content_hash, kernels=list(cfg.kernels))
 
 
 @pytest.fixture(scope="module")
