@@ -23,11 +23,7 @@ it falls in (a resumed sweep batches the remaining configurations otherwise).
 
 from __future__ import annotations
 
-import functools
-import gzip
 import hashlib
-import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from threadmap.gpu import toolchain
+from threadmap.sweep.batch import BatchProgram, run_batch
 from threadmap.sweep.library import CONV_KINDS, Configuration
 
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
@@ -322,16 +319,6 @@ def parse_fields(f: dict[str, str]) -> Extracted:
                          error_kind="extraction output incomplete")
 
 
-def _compile_error(e: Exception) -> str:
-    """The first compiler error of a failed build, on one line."""
-    text = str(e)
-    for line in text.splitlines():
-        if "error" in line:
-            return re.sub(r"\s+", " ", line.split("error", 1)[1]).strip(" :")[:300]
-    return re.sub(r"\s+", " ", text)[-300:]
-
-
-@functools.cache
 def _context() -> str:
     """What every configuration's output depends on besides its kernel: the CUTLASS headers'
     version and threadmap's headers."""
@@ -349,64 +336,14 @@ def output_key(cfg: Configuration) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _cached_fields(key: str) -> dict[str, str] | None:
-    try:
-        return dict(json.loads(gzip.decompress((toolchain.cache_dir() / f"sweep_{key}.json.gz").read_bytes())))
-    except (OSError, ValueError, EOFError):
-        return None
-
-
-def _keep_fields(key: str, fields: dict[str, str]) -> None:
-    # compressed: a tile's offset table is most of it (16K numbers for a 256x64 tile)
-    path = toolchain.cache_dir() / f"sweep_{key}.json.gz"
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(gzip.compress(json.dumps(fields).encode(), 6))
-    tmp.replace(path)  # whole or absent: a reader never sees half a file
+#: the 2.x extractor's batched program (:mod:`threadmap.sweep.batch`)
+BATCH: BatchProgram[Extracted] = BatchProgram(
+    prefix="sweep", key=output_key, source=program, split=split_output, parse=parse_fields,
+    failed=lambda error, kind: Extracted(error=error, error_kind=kind), opt="-O1", archs=("sm_80",))
 
 
 def extract(configs: Sequence[Configuration]) -> list[Extracted]:
     """Each configuration's mainloop as its C++ objects print it.  A configuration printed
     before (by any batch: a resumed sweep batches otherwise) is read from the compile cache;
     the others are compiled and run as one program."""
-    keys = [output_key(c) for c in configs]
-    out: list[Extracted | None] = [None] * len(configs)
-    todo: list[int] = []
-    for i, k in enumerate(keys):
-        f = _cached_fields(k)
-        if f is None:
-            todo.append(i)
-        else:
-            out[i] = parse_fields(f)
-    for i, got in zip(todo, _compile_and_run([configs[i] for i in todo]), strict=True):
-        if isinstance(got, Extracted):  # it does not compile, or the program failed
-            out[i] = got
-        else:
-            _keep_fields(keys[i], got)
-            out[i] = parse_fields(got)
-    return [e if e is not None else Extracted(error="not extracted", error_kind="extraction output incomplete")
-            for e in out]
-
-
-def _compile_and_run(configs: Sequence[Configuration]) -> list[dict[str, str] | Extracted]:
-    """One program for the configurations: the fields each printed, or why it has none.  A
-    program that does not compile is split until the configurations that fail are alone
-    (each then records the compiler's error)."""
-    if not configs:
-        return []
-    source = program(configs)
-
-    def build() -> Any:
-        return toolchain.build_host(source, opt="-O1", archs=("sm_80",))
-
-    try:
-        build()
-    except toolchain.ToolchainError as e:
-        if len(configs) == 1:
-            return [Extracted(error=_compile_error(e), error_kind="does not compile")]
-        half = len(configs) // 2
-        return _compile_and_run(configs[:half]) + _compile_and_run(configs[half:])
-    proc = toolchain.run_cached(build, [])
-    if proc.returncode != 0:
-        why = f"the extraction program exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
-        return [Extracted(error=why, error_kind="extraction program failed") for _ in configs]
-    return list(split_output(proc.stdout, len(configs)))
+    return run_batch(BATCH, configs)

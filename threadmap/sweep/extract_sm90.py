@@ -23,18 +23,15 @@ runs on a GPU.  The printed fields are kept in the compile cache (``sweep3x_KEY.
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
-import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from threadmap.gpu import toolchain
+from threadmap.sweep.batch import BatchProgram, run_batch
 from threadmap.sweep.library import Configuration
 
 #: the problem the program builds the TMA descriptors for (M, N, K, L): multiples of every tile
@@ -346,71 +343,13 @@ def output_key(cfg: Configuration) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _cache_path(key: str) -> Any:
-    return toolchain.cache_dir() / f"sweep3x_{key}.json.gz"
-
-
-def _cached_fields(key: str) -> dict[str, str] | None:
-    try:
-        return dict(json.loads(gzip.decompress(_cache_path(key).read_bytes())))
-    except (OSError, ValueError, EOFError):
-        return None
-
-
-def _keep_fields(key: str, fields: dict[str, str]) -> None:
-    path = _cache_path(key)
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(gzip.compress(json.dumps(fields).encode(), 6))
-    tmp.replace(path)
-
-
-def _compile_error(e: Exception) -> str:
-    for line in str(e).splitlines():
-        if "error" in line:
-            return re.sub(r"\s+", " ", line.split("error", 1)[1]).strip(" :")[:300]
-    return re.sub(r"\s+", " ", str(e))[-300:]
+#: the 3.x extractor's batched program (:mod:`threadmap.sweep.batch`)
+BATCH: BatchProgram[Extracted3x] = BatchProgram(
+    prefix="sweep3x", key=output_key, source=program, split=split_output, parse=parse_fields,
+    failed=lambda error, kind: Extracted3x(error=error, error_kind=kind), opt="-O0", archs=("sm_90a",))
 
 
 def extract(configs: Sequence[Configuration]) -> list[Extracted3x]:
     """Each configuration's mainloop as its C++ objects print it (from the compile cache when a
     batch printed it before)."""
-    keys = [output_key(c) for c in configs]
-    out: list[Extracted3x | None] = [None] * len(configs)
-    todo: list[int] = []
-    for i, k in enumerate(keys):
-        f = _cached_fields(k)
-        if f is None:
-            todo.append(i)
-        else:
-            out[i] = parse_fields(f)
-    for i, got in zip(todo, _compile_and_run([configs[i] for i in todo]), strict=True):
-        if isinstance(got, Extracted3x):
-            out[i] = got
-        else:
-            _keep_fields(keys[i], got)
-            out[i] = parse_fields(got)
-    return [e if e is not None else Extracted3x(error="not extracted", error_kind="extraction output incomplete")
-            for e in out]
-
-
-def _compile_and_run(configs: Sequence[Configuration]) -> list[dict[str, str] | Extracted3x]:
-    """One program for the configurations (split in halves until a failing one is alone)."""
-    if not configs:
-        return []
-    source = program(configs)
-
-    def build() -> Any:
-        return toolchain.build_host(source, opt="-O0", archs=("sm_90a",))
-
-    try:
-        build()
-    except toolchain.ToolchainError as e:
-        if len(configs) == 1:
-            return [Extracted3x(error=_compile_error(e), error_kind="does not compile")]
-        half = len(configs) // 2
-        return _compile_and_run(configs[:half]) + _compile_and_run(configs[half:])
-    proc = toolchain.run_cached(build, [])
-    if proc.returncode != 0:
-        why = f"the extraction program exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
-        return [Extracted3x(error=why, error_kind="extraction program failed") for _ in configs]
-    return list(split_output(proc.stdout, len(configs)))
+    return run_batch(BATCH, configs)
