@@ -89,6 +89,18 @@ def _enum_name(x: Any) -> Any:
     return x.name if hasattr(x, "name") else x
 
 
+def _operand_fields(op: Any) -> dict[str, Any]:
+    """A's and B's element types, layouts and alignments, as every 2.x key spells them."""
+    from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames
+
+    out: dict[str, Any] = {}
+    for w, t in (("a", op.A), ("b", op.B)):
+        out[f"element_{w}"] = DataTypeNames[t.element]
+        out[f"layout_{w}"] = str(ShortLayoutTypeNames.get(t.layout, _enum_name(t.layout)))
+        out[f"align_{w}"] = int(t.alignment)
+    return out
+
+
 def gemm_fields(op: Any) -> dict[str, Any]:
     """What decides a 2.x GEMM's global to shared data movement: the operands' element types,
     layouts and alignments, the threadblock, warp and instruction shapes, the stages, the
@@ -106,8 +118,7 @@ def gemm_fields(op: Any) -> dict[str, Any]:
     return {
         "family": _FAMILIES.get(str(_enum_name(op.gemm_kind)), str(_enum_name(op.gemm_kind)).lower()),
         "opcode": str(_enum_name(mi.opcode_class)).lower(),
-        "element_a": DataTypeNames[op.A.element], "layout_a": layout(op.A), "align_a": int(op.A.alignment),
-        "element_b": DataTypeNames[op.B.element], "layout_b": layout(op.B), "align_b": int(op.B.alignment),
+        **_operand_fields(op),
         "layout_c": layout(op.C),
         "transform_a": str(_enum_name(op.A.complex_transform)),
         "transform_b": str(_enum_name(op.B.complex_transform)),
@@ -132,14 +143,10 @@ def conv_fields(kind: str, op: Any) -> dict[str, Any]:
     operands' element types, layouts and alignments, the threadblock, warp and instruction
     shapes, the stages, the opcode class, accumulator and math operation.  The epilogue's
     types are not in it (kernels that differ only in their output share a configuration)."""
-    from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames
+    from cutlass_library.library import DataTypeNames
 
     td = op.tile_description
     mi = td.math_instruction
-
-    def layout(t: Any) -> str:
-        return str(ShortLayoutTypeNames.get(t.layout, _enum_name(t.layout)))
-
     return {
         "kind": kind,
         "conv_kind": str(_enum_name(op.conv_kind)),
@@ -147,8 +154,7 @@ def conv_fields(kind: str, op: Any) -> dict[str, Any]:
         "stride_support": str(_enum_name(op.stride_support)),
         "group_mode": str(_enum_name(getattr(op, "group_mode", "NoneGroup"))),
         "opcode": str(_enum_name(mi.opcode_class)).lower(),
-        "element_a": DataTypeNames[op.A.element], "layout_a": layout(op.A), "align_a": int(op.A.alignment),
-        "element_b": DataTypeNames[op.B.element], "layout_b": layout(op.B), "align_b": int(op.B.alignment),
+        **_operand_fields(op),
         "accumulator": DataTypeNames[mi.element_accumulator],
         "threadblock": [int(x) for x in td.threadblock_shape],
         "warp_count": [int(x) for x in td.warp_count],

@@ -28,30 +28,22 @@ with one CTA.  Larger clusters are cross-checked only.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from typing import Any
 
 import numpy as np
-import yaml
 
 from threadmap.layout import Dyn, make_layout, make_tma_copy, parse_layout, size
 from threadmap.layout.atom.mma_traits_sm90_gmma import gmma_layout_atom
 from threadmap.sweep.extract_sm90 import SAMPLE_PROBLEM, Extracted3x, Operand3x
 from threadmap.sweep.library import Configuration
-from threadmap.sweep.specs import NotAnalysed, Written
+from threadmap.sweep.specs import NotAnalysed, Written, written
 
 #: threads per warpgroup, and the warpgroups before the consumers (the producer's)
 WARPGROUP = 128
 PRODUCER_WARPGROUPS = 1
 #: the largest extent a spec's size ranges allow
 MAX_EXTENT = 65536
-
-
-class _PlainDumper(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
 
 
 def _norm(text: str) -> str:
@@ -243,7 +235,4 @@ def spec_text3x(cfg: Configuration, ex: Extracted3x, headers: str) -> Written:
             f"# text for {cfg.kernels[0]} instantiated host-side; shared layouts (every cell), TMA descriptors\n"
             "# (cuTensorMapEncodeTiled's arguments), stages and transaction bytes printed by the C++ objects\n"
             "# and checked against threadmap's gmma_layout_atom / make_tma_copy before this was written.\n")
-    body = yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=110)
-    content = {k: v for k, v in doc.items() if k not in ("name", "description")}
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:24]
-    return Written(head + body, digest, {"A": lay_a, "B": lay_b})
+    return written(doc, head, {"A": lay_a, "B": lay_b})
