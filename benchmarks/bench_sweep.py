@@ -73,7 +73,7 @@ def cpu_now() -> tuple[float, float]:
     """(CPU seconds of this process, of everything under it): this process, its reaped
     children (a pool's processes and their compilers, once joined) and the live processes
     under it with their own reaped children (a Dask cluster's nannies, workers, compilers)."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]
 
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -187,7 +187,7 @@ def speedup(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def kill(args: argparse.Namespace) -> dict[str, Any]:
-    import psutil
+    import psutil  # type: ignore[import-untyped]
 
     kernels = args.kernels if args.kernels != DEFAULT_KERNELS else KILL_KERNELS
     extra = ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]

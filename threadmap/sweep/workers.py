@@ -15,7 +15,10 @@ from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
+from threadmap.errors import DependencyError
 from threadmap.sweep.library import SweepError
+
+DASK_EXTRA = "--dask needs the distributed package: pip install 'threadmap[service]'"
 
 #: seconds to reach a Dask scheduler (and for a cluster without workers to get one)
 DASK_TIMEOUT = 10.0
@@ -77,7 +80,7 @@ class DaskWorkers:
         try:
             import distributed
         except ImportError as e:
-            raise SweepError(f"--dask needs the distributed package: pip install 'threadmap[service]' ({e})") from None
+            raise DependencyError(f"{DASK_EXTRA} ({e})") from None
         self.distributed = distributed
         self.cluster: Any = None
         n = local_workers(address)
@@ -124,7 +127,7 @@ def check_address(address: str) -> None:
         try:
             from distributed.comm.addressing import get_address_host_port, normalize_address
         except ImportError as e:
-            raise SweepError(f"--dask needs the distributed package: pip install 'threadmap[service]' ({e})") from None
+            raise DependencyError(f"{DASK_EXTRA} ({e})") from None
         try:
             get_address_host_port(normalize_address(address))
         except ValueError as e:
