@@ -19,7 +19,7 @@ children; a Dask cluster's nannies, workers and their compilers: ``psutil`` time
 processes under this one, with their reaped children), the driver's own share, configurations
 per CPU-second (throughput per core) and the speed-up of 2 over 1.  From the cold 2-worker
 Dask run: the projected wall time of the whole sm80 library (every configuration the sweep
-analyses; counted here with the generator) on ``--cores`` cores, as the generator's time plus
+compiles and verifies; counted with the generator) on ``--cores`` cores, as the generator's time plus
 the larger of the workers' CPU spread over the cores and the driver's own per-configuration
 work (which does not spread).
 
@@ -28,7 +28,8 @@ on a larger filter, kills it with SIGKILL once the database holds ``--kill-at`` 
 configurations, runs it again to the end, and compares with an uninterrupted run: rows before
 the kill, what the restart read back and extracted, finished rows written again (0 expected),
 identical results.  The compile cache is ``--cache`` (default: the user's), warmed by the
-uninterrupted run first.
+uninterrupted run first; with ``--cold`` the killed sweep and its restart start from an empty
+one instead (the kill then lands among the compiles).
 
 Measurements only: nothing here is asserted as a time.  Use ``nice`` on a shared machine;
 the load average is printed.
@@ -56,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DEFAULT_KERNELS = "cutlass_tensorop_f16_s16816gemm_f16_*_align8"      # 88 configurations
-KILL_KERNELS = "cutlass_tensorop_f16_s16816gemm_f16_*"                # 296 configurations
+KILL_KERNELS = "cutlass_tensorop_f16_s16816gemm_f16_*"                # 296 configurations (88 with _align8)
 COLUMNS = ("digest, extractor, key, label, status, reason_kind, reason, findings, warnings, spec, spec_hash, "
            "kernels")
 
@@ -135,12 +136,13 @@ def one_run(kind: str, n: int, kernels: str, batch: int, cache: Path, db: Path) 
 
 
 def library_configurations() -> tuple[int, float]:
-    """Every configuration of sm80 the sweep analyses, and the generator's wall time for it."""
+    """The configurations of sm80 the sweep compiles and verifies (those it refuses from the
+    generator's fields alone cost nothing), and the generator's wall time for it."""
     from threadmap.sweep.library import generate, group
-    from threadmap.sweep.run import in_slice
+    from threadmap.sweep.run import in_slice, prefilter
 
     t0 = time.perf_counter()
-    n = sum(1 for c in group(generate(("80",), "all")) if in_slice(c))
+    n = sum(1 for c in group(generate(("80",), "all")) if in_slice(c) and prefilter(c, "") is None)
     return n, time.perf_counter() - t0
 
 
@@ -199,7 +201,7 @@ def kill(args: argparse.Namespace) -> dict[str, Any]:
         return [sys.executable, "-m", "threadmap", "sweep", "--kernels", kernels, "--db", str(db), "--batch",
                 str(args.batch), "--format", "json", *extra]
 
-    def timed(db: Path) -> tuple[dict[str, Any], float, float]:
+    def timed(db: Path, environ: dict[str, str]) -> tuple[dict[str, Any], float, float]:
         c0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         p = subprocess.run(command(db), env=environ, capture_output=True, text=True, check=False)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -210,7 +212,9 @@ def kill(args: argparse.Namespace) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="bench_sweep_kill_") as tmp:
         whole_db, db = Path(tmp) / "whole.db", Path(tmp) / "killed.db"
-        whole, whole_wall, whole_cpu = timed(whole_db)      # also warms the compile cache
+        whole, whole_wall, whole_cpu = timed(whole_db, environ)      # also warms the compile cache
+        if args.cold:  # the killed sweep and its restart compile: a fresh compile cache
+            environ = {**environ, "THREADMAP_CACHE": str(Path(tmp) / "cold_cache")}
         total = len(rows(whole_db))
         target = max(1, int(total * args.kill_at))
         t0 = time.perf_counter()
@@ -234,10 +238,11 @@ def kill(args: argparse.Namespace) -> dict[str, Any]:
                 break
             time.sleep(0.2)
         orphans_s = time.perf_counter() - t1
-        resumed, resumed_wall, resumed_cpu = timed(db)
+        resumed, resumed_wall, resumed_cpu = timed(db, environ)
         after = rows(db, written=True)
         redone = sum(1 for d, r in before.items() if after.get(d) != r)
-        return {"kernels": kernels, "batch": args.batch, "executor": " ".join(extra), "configurations": total,
+        return {"kernels": kernels, "batch": args.batch, "cache": "cold" if args.cold else "warm",
+                "executor": " ".join(extra), "configurations": total,
                 "killed": proc.returncode == -signal.SIGKILL, "killed_after_s": round(killed_after, 1),
                 "rows_before_kill": len(before), "orphan_workers_gone_after_s": round(orphans_s, 1),
                 "restart_reused": resumed["reused"], "restart_extracted": resumed["extracted"],
@@ -262,6 +267,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="--kill: the sweep's --jobs")
     ap.add_argument("--dask", default=None, help="--kill: the sweep's --dask (instead of --jobs)")
     ap.add_argument("--cache", default=None, help="--kill: THREADMAP_CACHE (default: the user's)")
+    ap.add_argument("--cold", action="store_true",
+                    help="--kill: the killed sweep and its restart start from an empty compile cache")
     ap.add_argument("--json", dest="json_out", default=None, help="write the results here")
     args = ap.parse_args()
     if args.kill and args.batch == 22:
