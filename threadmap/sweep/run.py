@@ -3,9 +3,9 @@
 Work is spread over a local process pool or a Dask cluster (:mod:`~threadmap.sweep.workers`):
 extraction in batches (one translation unit each, compiled in parallel), then one
 verification per distinct spec (configurations whose specs have equal content share one
-verification); this process alone writes the store.  Every configuration's result is written to the
-store as soon as it is known, so a killed sweep resumes where it stopped and a finished one
-is summarised from the store without doing anything again.
+verification); this process alone writes the store.  Every configuration's result is
+written to the store as soon as it is known, so a killed sweep resumes where it stopped and a
+finished one is summarised from the store without doing anything again.
 """
 
 from __future__ import annotations
