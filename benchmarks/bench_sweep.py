@@ -152,8 +152,9 @@ def speedup(args: argparse.Namespace) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         for kind, n in variants:
-            cache = Path(tmp) / f"cache_{kind}{n}"  # cold: empty; warm: what the cold run left
-            for temp in ("cold", "warm"):
+            # cold: empty; warm: what the cold run left (or --cache, warm only)
+            cache = Path(args.cache) if args.cache else Path(tmp) / f"cache_{kind}{n}"
+            for temp in ("warm",) if args.cache else ("cold", "warm"):
                 r = one_run(kind, n, args.kernels, args.batch, cache, Path(tmp) / f"{kind}{n}_{temp}.db")
                 r["cache"] = temp
                 runs.append(r)
@@ -266,7 +267,9 @@ def main() -> int:
     ap.add_argument("--kill-at", type=float, default=0.3, help="the fraction of rows at which to kill")
     ap.add_argument("--jobs", type=int, default=2, help="--kill: the sweep's --jobs")
     ap.add_argument("--dask", default=None, help="--kill: the sweep's --dask (instead of --jobs)")
-    ap.add_argument("--cache", default=None, help="--kill: THREADMAP_CACHE (default: the user's)")
+    ap.add_argument("--cache", default=None,
+                    help="--kill: THREADMAP_CACHE (default: the user's); else: this compile cache for every run, "
+                         "warm runs only (it should hold the filter's configurations)")
     ap.add_argument("--cold", action="store_true",
                     help="--kill: the killed sweep and its restart start from an empty compile cache")
     ap.add_argument("--json", dest="json_out", default=None, help="write the results here")
