@@ -199,7 +199,7 @@ def speedup(args: argparse.Namespace) -> dict[str, Any]:
 def kill(args: argparse.Namespace) -> dict[str, Any]:
     import psutil  # type: ignore[import-untyped]
 
-    kernels = args.kernels if args.kernels != DEFAULT_KERNELS else KILL_KERNELS
+    kernels = args.kernels or KILL_KERNELS
     extra = ["--dask", args.dask] if args.dask else ["--jobs", str(args.jobs)]
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     if args.cache:
@@ -263,7 +263,8 @@ def kill(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kernels", default=DEFAULT_KERNELS, help="the sweep's --kernels filter")
+    ap.add_argument("--kernels", default=None,
+                    help=f"the sweep's --kernels filter (default {DEFAULT_KERNELS}; with --kill {KILL_KERNELS})")
     ap.add_argument("--batch", type=int, default=22, help="configurations per translation unit")
     ap.add_argument("--executors", default="pool1,pool2,dask1,dask2")
     ap.add_argument("--cores", type=int, default=128, help="the projection's cores")
@@ -286,6 +287,8 @@ def main() -> int:
     load = os.getloadavg()
     head = {"cpus": os.cpu_count(), "load_before": [round(x, 2) for x in load], "nice": os.nice(0)}
     print(json.dumps(head), flush=True)
+    if not args.kill:
+        args.kernels = args.kernels or DEFAULT_KERNELS
     result = kill(args) if args.kill else speedup(args)
     result.update(head, load_after=[round(x, 2) for x in os.getloadavg()])
     text = json.dumps(result, indent=1)
