@@ -107,6 +107,28 @@ def test_a_sweep_killed_mid_run_resumes_without_redoing_a_finished_configuration
     assert rows(db) == rows(ref_db)
 
 
+def test_a_killed_sweep_leaves_no_pool_process_behind(tmp_path: Path, extracted: dict[str, Extracted]) -> None:
+    """Its pool's processes end with the driver (they would otherwise wait forever on their
+    task queue)."""
+    psutil = pytest.importorskip("psutil")
+    db = tmp_path / "s.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "threadmap", "sweep", "--kernels", KERNELS, "--db", str(db),
+                             "--batch", "1", "--jobs", "2"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        me = psutil.Process(proc.pid)
+        while proc.poll() is None and not me.children():
+            time.sleep(0.005)
+        pool = me.children()
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert pool, "the sweep ended before its pool started"
+    gone, alive = psutil.wait_procs(pool, timeout=60)
+    assert not alive, [p.pid for p in alive]
+
+
 def test_a_bad_dask_address_is_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workers_mod, "DASK_TIMEOUT", 1.0)
     # a port with a socket bound and not listening: the connection is refused until the timeout

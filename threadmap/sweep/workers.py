@@ -48,7 +48,8 @@ class LocalWorkers:
 
     def __init__(self, jobs: int) -> None:
         self.slots = max(1, jobs)
-        self.executor: Executor = _Inline() if jobs <= 1 else ProcessPoolExecutor(max_workers=jobs)
+        self.executor: Executor = _Inline() if jobs <= 1 else ProcessPoolExecutor(
+            max_workers=jobs, initializer=die_with_driver, initargs=(os.getpid(),))
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.executor.submit(fn, *args)
@@ -58,6 +59,20 @@ class LocalWorkers:
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def die_with_driver(driver: int) -> None:
+    """A pool process's start: it ends when the driver does.  A driver killed with SIGKILL
+    otherwise leaves its idle pool processes waiting forever on their task queue (each end of
+    which they hold themselves); its store is safe either way.  Linux's parent-death signal."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):  # not Linux: the processes linger as before
+        return
+    if os.getppid() != driver:  # the driver died before the signal was set
+        os._exit(1)
 
 
 class _Inline(Executor):
