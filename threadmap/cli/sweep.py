@@ -84,9 +84,12 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--cuda-version", default=None, help="the CUDA version the generator is told (default 12.8)")
 @click.option("--count", "count_only", is_flag=True,
               help="only generate and group the kernels (and report what the database holds)")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="run the extractions and verifications on a Dask cluster (tcp://scheduler:8786), or on "
+                   "local:N, a LocalCluster of N worker processes started here; the database stays here")
 def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
               jobs: int | None, batch: int, cuda_version: str | None, count_only: bool,
-              explorer: str | None) -> None:
+              explorer: str | None, dask_address: str | None) -> None:
     """Audit CUTLASS's kernel library: run its generator, group the kernels by the
     configuration that decides their data movement, extract each 2.x GEMM configuration's
     global to shared copies from the real templates (host-side), and verify them.
@@ -97,6 +100,7 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
       threadmap sweep --kernels 'cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_*_align8' -o findings/
       threadmap sweep --format json --db /tmp/sweep.db
       threadmap sweep --format html -o report/
+      threadmap sweep --dask tcp://scheduler:8786 --batch 16
 
     Exit status: 0 no findings, 1 findings (spec files with -o), 2 usage (an unknown
     architecture, a filter that matches no kernel), 3 internal error.
@@ -123,7 +127,7 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
                              "pip install 'threadmap[report]'") from None
     opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
-                   out=out, count_only=count_only)
+                   out=out, count_only=count_only, dask=dask_address or None)
     report = run_with_progress(opts)
     if fmt == "html":
         write_page(report, page, base, spec_links=out is not None)

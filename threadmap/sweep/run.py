@@ -1,10 +1,11 @@
 """The sweep: generate, group, extract, verify, store, summarise.
 
-Work is spread over a local process pool: extraction in batches (one translation unit each,
-compiled in parallel), then one verification per distinct spec (configurations whose specs
-have equal content share one verification).  Every configuration's result is written to the
-store as soon as it is known, so a killed sweep resumes where it stopped and a finished one
-is summarised from the store without doing anything again.
+Work is spread over a local process pool or a Dask cluster (:mod:`~threadmap.sweep.workers`):
+extraction in batches (one translation unit each, compiled in parallel), then one
+verification per distinct spec (configurations whose specs have equal content share one
+verification); this process alone writes the store.  Every configuration's result is
+written to the store as soon as it is known, so a killed sweep resumes where it stopped and a
+finished one is summarised from the store without doing anything again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from threadmap.sweep.library import (
 )
 from threadmap.sweep.library_sm90 import SM90_FAMILIES, SM90_TMA_SCHEDULES
 from threadmap.sweep.store import Result, Store
+from threadmap.sweep.workers import check_address, open_workers
 
 #: element types of the generator that have a spec name: the generator's name -> the spec's
 SPEC_ELEMENTS = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f32": "f32", "f64": "f64", "s8": "i8", "u8": "u8",
@@ -52,6 +53,9 @@ class Options:
     out: Path | None = None
     #: only generate and group (and read what the store holds): extract and verify nothing
     count_only: bool = False
+    #: a Dask scheduler's address, or ``local:N`` (a LocalCluster of N workers): run the
+    #: tasks there instead of a local pool of ``jobs`` processes
+    dask: str | None = None
 
 
 @dataclass
@@ -259,18 +263,6 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[d
     return status, list(found.values()), list(warned.values()), costs, time.process_time() - t0, ""
 
 
-class _Inline(Executor):
-    """One process: the work runs at submit (tests, --jobs 1)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        fut: Future[Any] = Future()
-        try:
-            fut.set_result(fn(*args, **kwargs))
-        except BaseException as e:  # noqa: BLE001 - delivered through the future, as a pool does
-            fut.set_exception(e)
-        return fut
-
-
 def _chunks(items: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -288,6 +280,8 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     from threadmap.gpu import toolchain
 
     start = time.time()
+    if opts.dask:
+        check_address(opts.dask)
     ops = generate(opts.architectures, opts.kernels, opts.cuda_version)
     if not ops:
         raise SweepError(f"--kernels {opts.kernels!r} matches no kernel of sm{'/sm'.join(opts.architectures)}")
@@ -344,10 +338,10 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
     if not pending:
         return
     by_digest = {d: c for c, d in pending}
-    executor: Executor = _Inline() if opts.jobs <= 1 else ProcessPoolExecutor(max_workers=opts.jobs)
+    workers = open_workers(opts.jobs, opts.dask)
     verified_by_hash: dict[str, Result] = {}
     waiting: dict[str, list[tuple[str, Any]]] = {}   # spec hash -> configurations that wait for it
-    futures: dict[Future[Any], tuple[str, Any]] = {}
+    futures: dict[Any, tuple[str, Any]] = {}        # a concurrent.futures or a distributed future
 
     def record(r: Result) -> None:
         nonlocal finished
@@ -367,15 +361,14 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
         # (a killed sweep keeps them), instead of queueing behind every extraction
         if batches:
             batch = batches.pop(0)
-            futures[executor.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers)] = \
+            futures[workers.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers)] = \
                 ("extract", len(batch))
 
     try:
-        for _ in range(max(1, opts.jobs)):
+        for _ in range(workers.slots):
             next_batch()
         while futures:
-            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
-            for fut in done:
+            for fut in workers.first_done(futures):
                 what, payload = futures.pop(fut)
                 if what == "extract":
                     next_batch()
@@ -395,7 +388,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                         else:
                             waiting[h] = [(digest, written)]
                             name = by_digest[digest].kernels[0]
-                            futures[executor.submit(verify_text, written.text, name)] = ("verify", h)
+                            futures[workers.submit(verify_text, written.text, name)] = ("verify", h)
                     tick("verifying")
                 else:
                     status, findings, warnings, costs, secs, err = fut.result()
@@ -421,7 +414,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
     finally:
         for f in futures:
             f.cancel()
-        executor.shutdown(wait=True, cancel_futures=True)
+        workers.close()
 
 
 def _short(text: str) -> str:
