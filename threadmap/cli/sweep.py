@@ -37,8 +37,12 @@ def draw(report: SweepReport, con: Any) -> None:
         if not rows:
             continue
         f = Table(title=title, title_justify="left")
-        for col in ("check", "configuration family", "configurations", "kernels", "spec", "example"):
-            f.add_column(col, overflow="fold")
+        f.add_column("check", no_wrap=True)
+        f.add_column("configuration family", overflow="fold")
+        f.add_column("configurations", justify="right")
+        f.add_column("kernels", justify="right")
+        f.add_column("spec", overflow="fold")
+        f.add_column("example", overflow="fold")
         for r in rows:
             more = f" (+{len(r.specs) - 1})" if len(r.specs) > 1 else ""
             f.add_row(r.check, r.family, str(r.configurations), str(r.kernels), r.specs[0] + more, r.example)
@@ -57,7 +61,8 @@ def draw(report: SweepReport, con: Any) -> None:
     con.print(f"{sum(k.configurations for k in report.kinds)} configurations stand for "
               f"{sum(k.kernels for k in report.kinds)} kernels; {analysed} analysed "
               f"({sum(k.kernels_analysed for k in report.kinds)} kernels), "
-              f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from {report.db}, "
+              f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from "
+              f"{path_text(report.db)}, "
               f"{report.extracted} extracted, {report.verified} specs verified "
               f"({report.shared_verifications} shared); {report.seconds:.1f} s", markup=False)
 
@@ -109,23 +114,43 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     from threadmap.sweep.report import DEFAULT_EXPLORER, check_explorer
     from threadmap.sweep.run import Options
 
+    # an empty value is a mistake (an unset shell variable), not the default: -o '' would write
+    # into the current folder, --db '' open the default database
+    for name, value in (("--db", db_path), ("-o", out_dir), ("--explorer", explorer), ("--dask", dask_address),
+                        ("--cuda-version", cuda_version)):
+        if value is not None and not value.strip():
+            raise UsageError(f"{name}: empty; leave the option out for its default")
     archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
     out = Path(out_dir) if out_dir is not None else None
     page: Path | None = None   # the HTML page's file
-    if fmt == "html" and out is not None and out.suffix.lower() in (".html", ".htm"):
+    # -o report.html/ (a trailing slash) is a folder
+    as_page = out_dir is not None and out is not None and out.suffix.lower() in (".html", ".htm") \
+        and not out_dir.endswith(("/", os.sep))
+    if as_page and fmt != "html":
+        raise UsageError(f"-o {path_text(str(out))}: a page needs --format html (-o names a folder otherwise)")
+    if fmt == "html" and as_page:
         page, out = out, None  # a page only: no spec files beside it
     elif fmt == "html" and out is not None:
         page = out / "index.html"
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"-o {path_text(str(out))}: is not a folder")
-    base = check_explorer(explorer or DEFAULT_EXPLORER)
+    base = check_explorer(explorer if explorer is not None else DEFAULT_EXPLORER)
+    # the output's folder before the sweep, which may take long: a folder that cannot be made
+    # fails now, not after the work (the rows would be kept, the wait not)
+    for folder in (out, page.parent if page is not None else None):
+        if folder is not None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UsageError(f"-o {path_text(str(page if folder is not out else out))}: cannot create "
+                                 f"{path_text(str(folder))}: {e.strerror or e}") from None
     if fmt == "html":
         try:  # before the sweep, which may take long
             import matplotlib  # noqa: F401
         except ModuleNotFoundError:
             raise UsageError("--format html draws its plots with matplotlib: "
                              "pip install 'threadmap[report]'") from None
-    opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path else None,
+    opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path is not None else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
                    out=out, count_only=count_only, dask=dask_address or None)
     report = run_with_progress(opts)
@@ -143,7 +168,10 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     if fmt == "json":
         click.echo(text, nl=False)
     elif fmt == "table":
-        print_rich(lambda con: draw(report, con), lambda s: None, False)
+        # piped: rich would fold the tables into 80 columns (1,000 lines for the library);
+        # a fixed width unless COLUMNS says otherwise
+        piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+        print_rich(lambda con: draw(report, con), lambda s: click.echo(s, nl=False), piped)
     sys.exit(report.exit_status)
 
 

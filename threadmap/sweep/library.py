@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,8 @@ class Configuration:
     def label(self) -> str:
         """A short name of the configuration family (what a summary groups by)."""
         f = self.fields
+        if self.kind in CONV_KINDS and self.family == CONV3X_FAMILY:
+            return f"{self.kind} {self.family} {f.get('conv_kind', '?').lower()}"
         if self.kind in CONV_KINDS:
             return (f"{self.kind} {f['conv_kind'].lower()} {f['iterator_algorithm'].lower()} {f['opcode']} "
                     f"{f['element_a']}/{f['element_b']} {f['layout_a']} align{f['align_a']}/{f['align_b']}")
@@ -134,6 +137,9 @@ def gemm_fields(op: Any) -> dict[str, Any]:
 
 #: the convolution kinds (2.x implicit GEMMs, ``ImplicitGemmMultistage`` on SM80)
 CONV_KINDS = ("conv2d", "conv3d")
+#: the family of CUTLASS 3.x convolutions (``ConvOperation3x``, sm90a: collective-built, no
+#: iterator algorithm), counted only
+CONV3X_FAMILY = "3x"
 
 
 def conv_fields(kind: str, op: Any) -> dict[str, Any]:
@@ -197,6 +203,9 @@ def configuration_key(kind: str, op: Any) -> tuple[str, dict[str, Any]]:
         fields = gemm3x_fields(op)
     elif kind == "gemm":
         fields = gemm_fields(op)
+    elif kind in CONV_KINDS and is_3x(op):
+        fields = {"kind": kind, "family": CONV3X_FAMILY, **other_fields(op),
+                  "kernel_schedule": str(_enum_name(getattr(op, "kernel_schedule", None)))}
     elif kind in CONV_KINDS:
         fields = conv_fields(kind, op)
     else:
@@ -216,11 +225,16 @@ def generate(architectures: Sequence[str], kernels: str = "all",
 @functools.lru_cache(maxsize=8)
 def _generate(architectures: tuple[str, ...], kernels: str, cuda_version: str) -> tuple[tuple[str, Any], ...]:
     bad = [a for a in architectures if a not in ARCHITECTURES]
-    if bad or not architectures:
-        raise SweepError(f"--architectures {';'.join(architectures) or '(none)'}: the sweep generates the kernels "
+    if not architectures:
+        raise SweepError(f"--architectures: give one of {', '.join(ARCHITECTURES)} (or several, comma-separated)")
+    if bad:
+        raise SweepError(f"--architectures {','.join(architectures)}: the sweep generates the kernels "
                          f"of {', '.join(ARCHITECTURES)} (CUTLASS's GenerateSM80, GenerateSM90); "
-                         f"{', '.join(bad) or 'none given'} is not one of them")
-    if not kernels.strip():
+                         f"{', '.join(bad)} is not one of them")
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", cuda_version):
+        raise SweepError(f"--cuda-version {cuda_version!r}: give the CUDA version as MAJOR.MINOR "
+                         f"(e.g. {DEFAULT_CUDA_VERSION})")
+    if not kernels.replace(",", "").strip():  # ',' is no pattern at all: the generator would take every kernel
         raise SweepError("--kernels: give a filter (the generator's patterns, e.g. "
                          "'cutlass_tensorop_s16816gemm_f16_*_align8') or 'all'")
     try:

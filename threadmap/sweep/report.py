@@ -45,9 +45,14 @@ def spec_of_fragment(link: str) -> str:
 
 
 def check_explorer(base: str) -> str:
-    """``base`` if it is an http(s) URL (the Explorer's), else a clear error."""
-    if not re.fullmatch(r"https?://[^\s#\"'<>]+", base):
-        raise SweepError(f"--explorer {base!r}: not an http:// or https:// URL")
+    """``base`` if it is an http(s) URL with a host (the Explorer's), else a clear error."""
+    m = re.fullmatch(r"(https?)://([^/?\s#\"'<>\x00-\x1f\x7f]+)[^\s#\"'<>\x00-\x1f\x7f]*", base, re.IGNORECASE)
+    if m is None:
+        why = ("not an http:// or https:// URL" if not re.match(r"https?://", base, re.IGNORECASE) else
+               "no host" if re.match(r"https?://(?:[/?#]|$)", base, re.IGNORECASE) else
+               "the links add their own #fragment" if "#" in base else
+               "spaces, quotes, <, > and control characters are not allowed (percent-encode them)")
+        raise SweepError(f"--explorer {base!r}: {why} (e.g. {DEFAULT_EXPLORER})")
     return base
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from threadmap.sweep import DEFAULT_BATCH
 from threadmap.sweep.library import (
+    CONV3X_FAMILY,
     CONV_KINDS,
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
@@ -124,7 +125,7 @@ class SweepReport:
 def in_slice(cfg: Configuration) -> bool:
     """2.x GEMMs of the DefaultMma families, sm90a 3.x GEMMs, and 2.x convolutions (implicit GEMMs)."""
     return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)) \
-        or cfg.kind in CONV_KINDS
+        or (cfg.kind in CONV_KINDS and cfg.family != CONV3X_FAMILY)
 
 
 #: the global layouts a spec gives per kind: a GEMM's row- or column-major operands, a
@@ -430,7 +431,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     for c in configs:
         row = rows[c.kind]
         if not in_slice(c):
-            key = f"{c.kind} {c.family}" if c.kind == "gemm" else c.kind
+            key = f"{c.kind} {c.family}" if c.family != "-" else c.kind
             report.not_in_slice[key] = report.not_in_slice.get(key, 0) + 1
             continue
         row.in_slice += 1

@@ -13,6 +13,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -89,6 +90,19 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    @contextmanager
+    def _guard(self, doing: str) -> Iterator[None]:
+        """A database that opened but fails later (corrupted pages, a row that is not ours, a
+        full disk) is the user's file to fix: one line, not an internal error."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise SweepError(f"--db {self.path}: cannot {doing} the results database: {e}") from None
+        except (ValueError, TypeError) as e:  # a row's JSON or number that this code did not write
+            if doing != "read":
+                raise
+            raise SweepError(f"--db {self.path}: a row of the results database cannot be read: {e}") from None
+
     def __enter__(self) -> Store:
         return self
 
@@ -97,18 +111,21 @@ class Store:
 
     def done(self) -> dict[str, Result]:
         """Every configuration this extractor finished, by digest."""
-        return {r.digest: r for r in self._rows("WHERE extractor = ?", (EXTRACTOR_VERSION,))}
+        with self._guard("read"):
+            return {r.digest: r for r in self._rows("WHERE extractor = ?", (EXTRACTOR_VERSION,))}
 
     def by_spec(self, spec_hash: str) -> Result | None:
         """A verified configuration whose spec has this content (its findings hold for an
         equal spec)."""
-        r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND status IN "
-                              "('pass', 'fail') LIMIT 1", (spec_hash, EXTRACTOR_VERSION)).fetchone()
+        with self._guard("read"):
+            r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND status IN "
+                                  "('pass', 'fail') LIMIT 1", (spec_hash, EXTRACTOR_VERSION)).fetchone()
         return None if r is None else self.done_one(r[0])
 
     def done_one(self, digest: str) -> Result | None:
-        for r in self._rows("WHERE digest = ? AND extractor = ?", (digest, EXTRACTOR_VERSION)):
-            return r
+        with self._guard("read"):
+            for r in self._rows("WHERE digest = ? AND extractor = ?", (digest, EXTRACTOR_VERSION)):
+                return r
         return None
 
     def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
@@ -121,6 +138,10 @@ class Store:
     def put(self, result: Result) -> None:
         """Write one result in its own transaction (a later write of the same digest replaces it)."""
         d = asdict(result)
+        with self._guard("write to"):
+            self._put(d)
+
+    def _put(self, d: dict[str, Any]) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             self.conn.execute(
@@ -136,5 +157,7 @@ class Store:
         self.conn.execute("COMMIT")
 
     def count(self) -> int:
-        r = self.conn.execute("SELECT COUNT(*) FROM results WHERE extractor = ?", (EXTRACTOR_VERSION,)).fetchone()
+        with self._guard("read"):
+            r = self.conn.execute("SELECT COUNT(*) FROM results WHERE extractor = ?",
+                                  (EXTRACTOR_VERSION,)).fetchone()
         return int(r[0])
