@@ -251,3 +251,20 @@ def test_bad_input_is_one_line_and_status_2(tmp_path: Path, capsys: pytest.Captu
     assert confirm.main(["run", "--dir", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all(e.startswith("error: ") for e in err)
+
+
+def test_run_without_ncu_or_with_a_file_as_cache_stops_before_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Without Nsight Compute nothing can be measured: one line, exit 2, no program built (the
+    committed manifest names three); a file given as the compile cache is refused likewise."""
+    built: list[str] = []
+    monkeypatch.setattr(confirm, "build", lambda source: built.append(source))
+    real = toolchain.find_tool
+    monkeypatch.setattr(toolchain, "find_tool", lambda name: None if name == "ncu" else real(name))
+    assert confirm.main(["run", "--dir", str(ROOT / "tools/gpu/sweep_confirm"), "--out", str(tmp_path / "o")]) == 2
+    cache = tmp_path / "cache"
+    cache.write_text("")
+    assert confirm.main(["run", "--cache", str(cache), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert built == [] and len(err) == 2
+    assert "ncu" in err[0] and "is not a folder" in err[1]

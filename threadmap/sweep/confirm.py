@@ -804,6 +804,10 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
 
     start = time.time()
     targets = load_manifest(folder)
+    ncu = toolchain.find_tool("ncu")
+    if ncu is None:  # before the builds: minutes of nvcc for nothing measured
+        raise ConfirmError("ncu (Nsight Compute) not found: `run` measures with it on the GPU machine "
+                           "(`prepare` builds the programs without it)")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -819,11 +823,8 @@ def run(folder: Path, out: Path, jobs: int = 1) -> dict[str, Any]:
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         exes = list(pool.map(built, targets))
-    ncu = toolchain.find_tool("ncu")
-    if ncu is None:
-        notes.append("ncu not found: nothing measured")
     # the global and shared counters, and per LDGSTS quantity the first way this ncu lists
-    metrics = list(dict.fromkeys(available_metrics(ncu, True))) if ncu is not None else []
+    metrics = list(dict.fromkeys(available_metrics(ncu, True)))
     results = [confirm_target(t, exe, ncu, metrics, out) for t, exe in zip(targets, exes, strict=True)]
     device = device_name()
     report = {"device": device, "ncu": ncu or "", "metrics": metrics, "notes": notes,
@@ -894,6 +895,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         q.add_argument("--cache", type=Path, default=None,
                        help="the compile cache (THREADMAP_CACHE) for the programs' builds")
     args = ap.parse_args(argv)
+    if args.cache is not None and args.cache.exists() and not args.cache.is_dir():
+        print(f"error: --cache {args.cache}: is not a folder", file=sys.stderr)
+        return 2
     if args.cache is not None:
         os.environ["THREADMAP_CACHE"] = str(args.cache.resolve())
     try:
