@@ -5,18 +5,32 @@ tools/gpu/sweep_confirm/manifest.json), and, once the H200 has run them
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools" / "gpu" / "ldgsts"))
+PROBE = ROOT / "tools" / "gpu" / "ldgsts"
 
-import cases as probe_cases  # noqa: E402
-import kernel_streams  # noqa: E402
-import vector_fit  # noqa: E402
+
+def _load(name: str) -> ModuleType:
+    # by path under a name of its own: other probes' tools have a `cases` module too, and a
+    # test process (an xdist worker) may have imported one of them first
+    spec = importlib.util.spec_from_file_location(f"ldgsts_probe_{name}", PROBE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+probe_cases = _load("cases")
+kernel_streams = _load("kernel_streams")
+vector_fit = _load("vector_fit")
 
 
 @pytest.mark.parametrize("key", list(probe_cases.KERNEL_VECTORS))
