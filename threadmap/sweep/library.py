@@ -92,6 +92,19 @@ def _enum_name(x: Any) -> Any:
     return x.name if hasattr(x, "name") else x
 
 
+def _tile_fields(op: Any) -> dict[str, Any]:
+    """The accumulator, threadblock, warp and instruction shapes, stages and math operation, as
+    every 2.x key spells them."""
+    from cutlass_library.library import DataTypeNames
+
+    td = op.tile_description
+    mi = td.math_instruction
+    return {"accumulator": DataTypeNames[mi.element_accumulator],
+            "threadblock": [int(x) for x in td.threadblock_shape], "warp_count": [int(x) for x in td.warp_count],
+            "instruction": [int(x) for x in mi.instruction_shape], "stages": int(td.stages),
+            "math": str(_enum_name(mi.math_operation))}
+
+
 def _operand_fields(op: Any) -> dict[str, Any]:
     """A's and B's element types, layouts and alignments, as every 2.x key spells them."""
     from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames
@@ -110,7 +123,7 @@ def gemm_fields(op: Any) -> dict[str, Any]:
     opcode class and math operation, and what decides which kernel the generator instantiates
     (the family, C's layout: the emitter transposes row/column problems, the grouped kernel
     transposes a column-major C; the accumulator; complex transforms; mixed-input mode)."""
-    from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames
+    from cutlass_library.library import ShortLayoutTypeNames
 
     td = op.tile_description
     mi = td.math_instruction
@@ -125,12 +138,7 @@ def gemm_fields(op: Any) -> dict[str, Any]:
         "layout_c": layout(op.C),
         "transform_a": str(_enum_name(op.A.complex_transform)),
         "transform_b": str(_enum_name(op.B.complex_transform)),
-        "accumulator": DataTypeNames[mi.element_accumulator],
-        "threadblock": [int(x) for x in td.threadblock_shape],
-        "warp_count": [int(x) for x in td.warp_count],
-        "instruction": [int(x) for x in mi.instruction_shape],
-        "stages": int(td.stages),
-        "math": str(_enum_name(mi.math_operation)),
+        **_tile_fields(op),
         "mixed_input": str(_enum_name(getattr(op, "mixed_input_mode", None))),
     }
 
@@ -149,10 +157,7 @@ def conv_fields(kind: str, op: Any) -> dict[str, Any]:
     operands' element types, layouts and alignments, the threadblock, warp and instruction
     shapes, the stages, the opcode class, accumulator and math operation.  The epilogue's
     types are not in it (kernels that differ only in their output share a configuration)."""
-    from cutlass_library.library import DataTypeNames
-
-    td = op.tile_description
-    mi = td.math_instruction
+    mi = op.tile_description.math_instruction
     return {
         "kind": kind,
         "conv_kind": str(_enum_name(op.conv_kind)),
@@ -161,12 +166,7 @@ def conv_fields(kind: str, op: Any) -> dict[str, Any]:
         "group_mode": str(_enum_name(getattr(op, "group_mode", "NoneGroup"))),
         "opcode": str(_enum_name(mi.opcode_class)).lower(),
         **_operand_fields(op),
-        "accumulator": DataTypeNames[mi.element_accumulator],
-        "threadblock": [int(x) for x in td.threadblock_shape],
-        "warp_count": [int(x) for x in td.warp_count],
-        "instruction": [int(x) for x in mi.instruction_shape],
-        "stages": int(td.stages),
-        "math": str(_enum_name(mi.math_operation)),
+        **_tile_fields(op),
     }
 
 
