@@ -259,33 +259,32 @@ def gemm_program(op: Any) -> str:
 PROGRAMS: dict[str, Callable[[Any], str]] = {"gemm": gemm_program}
 
 
-def program(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> str:
-    """The program of one generated kernel, by its procedural name."""
+def _operation(kernel: str, cuda_version: str) -> tuple[str, Any]:
+    """A generated kernel's operation kind and the generator's Operation, by its procedural name."""
     try:
         ops = generate(("80",), kernel, cuda_version)
     except SweepError as e:
         raise ConfirmError(str(e)) from None
     for kind, op in ops:
         if op.procedural_name() == kernel:
-            writer = PROGRAMS.get(kind)
-            if writer is None:
-                raise ConfirmError(f"{kernel}: no program writer for {kind} kernels")
-            return writer(op)
+            return kind, op
     raise ConfirmError(f"{kernel}: the generator makes no kernel of this name for sm80")
+
+
+def program(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> str:
+    """The program of one generated kernel, by its procedural name."""
+    kind, op = _operation(kernel, cuda_version)
+    writer = PROGRAMS.get(kind)
+    if writer is None:
+        raise ConfirmError(f"{kernel}: no program writer for {kind} kernels")
+    return writer(op)
 
 
 def mainloop_of(kernel: str, cuda_version: str = DEFAULT_CUDA_VERSION) -> tuple[list[int], int]:
     """A generated kernel's threadblock tile (M, N, K) and its mainloop's stages, from the
     generator's own description of it."""
-    try:
-        ops = generate(("80",), kernel, cuda_version)
-    except SweepError as e:
-        raise ConfirmError(str(e)) from None
-    for _, op in ops:
-        if op.procedural_name() == kernel:
-            td = op.tile_description
-            return [int(x) for x in td.threadblock_shape], int(td.stages)
-    raise ConfirmError(f"{kernel}: the generator makes no kernel of this name for sm80")
+    td = _operation(kernel, cuda_version)[1].tile_description
+    return [int(x) for x in td.threadblock_shape], int(td.stages)
 
 
 def build(source: str) -> Path:

@@ -201,9 +201,13 @@ def check_copies(ex: Extracted) -> Copies:
     return Copies({w: v[0] for w, v in access.items()}, {w: v[1] for w, v in access.items()}, layouts)
 
 
-def written(doc: dict[str, Any], head: str, layouts: dict[str, str]) -> Written:
+def written(doc: dict[str, Any], head: str, layouts: dict[str, str], element_b: str | None = None) -> Written:
     """A spec document as text (after the comment ``head``), with the hash of its content
-    without its names."""
+    without its names; ``element_b``, B's element where it is not the spec's (A's), is given to
+    the B tensors ``B`` and ``sB``."""
+    if element_b is not None and element_b != doc["element"]:
+        doc["tensors"]["B"]["element"] = element_b
+        doc["tensors"]["sB"]["element"] = element_b
     body = yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=110)
     content = {k: v for k, v in doc.items() if k not in ("name", "description")}
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:24]
@@ -259,11 +263,8 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
         # a global operand is read once per tile of the other operand
         "expect": {"coverage": "replicated"},
     }
-    if b.element != a.element:
-        doc["tensors"]["B"]["element"] = b.element  # type: ignore[index]
-        doc["tensors"]["sB"]["element"] = b.element  # type: ignore[index]
     head = (f"# Written by threadmap sweep from CUTLASS {headers}'s templates: the generator's kernel text for\n"
             f"# {cfg.kernels[0]} instantiated host-side; thread maps, cp.async widths and shared layouts\n"
             "# (offsets of every cell, fitted exactly) printed by the C++ objects themselves.\n")
-    return written(doc, head, layouts)
+    return written(doc, head, layouts, element_b=b.element)
 

@@ -124,11 +124,8 @@ def conv_spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
         # element is read once per filter tap that reaches it
         "expect": {"coverage": "replicated"},
     }
-    if b.element != a.element:
-        doc["tensors"]["B"]["element"] = b.element
-        doc["tensors"]["sB"]["element"] = b.element
     head = (f"# Written by threadmap sweep from CUTLASS {headers}'s templates: the generator's kernel text for\n"
             f"# {cfg.kernels[0]} instantiated host-side; thread maps, cp.async widths, shared layouts\n"
             "# (offsets of every cell, fitted exactly) printed by the C++ objects themselves; the global\n"
             "# layouts checked against the kernel's iterators run host-side on one problem of the family.\n")
-    return written(doc, head, copies.layouts)
+    return written(doc, head, copies.layouts, element_b=b.element)

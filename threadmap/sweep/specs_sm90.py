@@ -228,11 +228,8 @@ def spec_text3x(cfg: Configuration, ex: Extracted3x, headers: str) -> Written:
         },
         "expect": {"verdict": "pass"},
     }
-    if b.element != a.element:
-        doc["tensors"]["B"]["element"] = b.element
-        doc["tensors"]["sB"]["element"] = b.element
     head = (f"# Written by threadmap sweep from CUTLASS {headers}'s CollectiveBuilder: the generator's kernel\n"
             f"# text for {cfg.kernels[0]} instantiated host-side; shared layouts (every cell), TMA descriptors\n"
             "# (cuTensorMapEncodeTiled's arguments), stages and transaction bytes printed by the C++ objects\n"
             "# and checked against threadmap's gmma_layout_atom / make_tma_copy before this was written.\n")
-    return written(doc, head, {"A": lay_a, "B": lay_b})
+    return written(doc, head, {"A": lay_a, "B": lay_b}, element_b=b.element)
