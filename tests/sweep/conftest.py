@@ -1,5 +1,6 @@
-"""What the sweep tests share: a narrow kernel filter (seven kernels, six configurations, five
-compiled) and its extraction, compiled once (the compile cache keeps it between runs)."""
+"""What the sweep tests share: a narrow kernel filter (seven kernels, six configurations) and the
+extraction of the five that are not interleaved, compiled once (the compile cache keeps it
+between runs)."""
 
 from __future__ import annotations
 
@@ -22,14 +23,14 @@ KERNELS = ",".join([
     "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8",
     # SIMT: the shared iterator's thread map is the transpose of the global one's
     "cutlass_simt_sgemm_128x128_8x4_tn_align1",
-    # an interleaved layout (ColumnMajorInterleaved<32>): not analysed, and not compiled
+    # an interleaved layout (ColumnMajorInterleaved<32>): its own program text (test_interleaved.py)
     "cutlass_tensorop_s8_i16832gemm_s8_256x128_64x3_n32t32_align16",
 ])
 
 
 @pytest.fixture(scope="session")
 def configs() -> list[Configuration]:
-    """The configurations the sweep compiles (interleaved ones it refuses before that)."""
+    """The configurations read through the common mainloop program (not the interleaved one)."""
     return [c for c in group(generate(("80",), KERNELS)) if in_slice(c) and c.fields["layout_a"] in ("n", "t")]
 
 

@@ -35,6 +35,10 @@ from threadmap.gpu import toolchain
 from threadmap.sweep.batch import BatchProgram, run_batch
 from threadmap.sweep.library import CONV_KINDS, Configuration
 
+#: the generator's short names of interleaved GEMM layouts (:mod:`threadmap.sweep.interleaved`:
+#: their calls print more)
+INTERLEAVED_GEMM = ("n32", "n64", "t32", "t64")
+
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
 _LINE = re.compile(r"^(c\d+)\t([A-Za-z0-9_.]+)\t(.*)$")
 
@@ -181,6 +185,10 @@ def _emitted(cfg: Configuration, cid: str) -> str:
 def _calls(cfg: Configuration, cid: str) -> str:
     """What ``main`` does for one configuration: print its mainloop (a convolution's with the
     contiguous modes of its kind, and its iterators' addresses on sample problems)."""
+    if cfg.kind == "gemm" and cfg.fields.get("layout_a") in INTERLEAVED_GEMM:
+        from threadmap.sweep.interleaved import gemm_calls
+
+        return gemm_calls(cfg, cid)
     if cfg.kind not in CONV_KINDS:
         return f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");'
     from threadmap.sweep.extract_conv import conv_calls
@@ -190,11 +198,18 @@ def _calls(cfg: Configuration, cid: str) -> str:
 
 def _prelude(configs: Sequence[Configuration]) -> str:
     conv = any(c.kind in CONV_KINDS for c in configs)
+    # an interleaved GEMM's iterators run host-side too (text only where there is one)
+    il = any(c.kind == "gemm" and c.fields.get("layout_a") in INTERLEAVED_GEMM for c in configs)
+    extra = ""
+    if il:
+        from threadmap.sweep.interleaved import GEMM_ORACLE
+
+        extra = GEMM_ORACLE
     if not conv:
-        return PRELUDE
+        return PRELUDE + extra
     from threadmap.sweep.extract_conv import CONV_ORACLE
 
-    return PRELUDE + CONV_PRELUDE + CONV_ORACLE
+    return PRELUDE + CONV_PRELUDE + CONV_ORACLE + extra
 
 
 def program(configs: Sequence[Configuration]) -> str:
@@ -331,7 +346,7 @@ def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
     around it and :func:`_context`, whichever batch printed it."""
     text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
-    if cfg.kind in CONV_KINDS:
+    if cfg.kind in CONV_KINDS or cfg.fields.get("layout_a") in INTERLEAVED_GEMM:
         text += "\0" + _calls(cfg, "c")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

@@ -190,6 +190,8 @@ def family(cfg: Configuration) -> Family:
     Conv3d adds a depth dimension (Z, D, T) outermost in each.  One group (the group kernels'
     iterators, with groups = 1, are the plain ones'), split-k 1."""
     f = cfg.fields
+    if f["layout_a"] in INTERLEAVED_CONV:
+        return interleaved_family(cfg)
     conv, algo = f["conv_kind"], f["iterator_algorithm"]
     tm, tn, tk = f["threadblock"]
     align_a, align_b = int(f["align_a"]), int(f["align_b"])
@@ -291,6 +293,8 @@ def conv_calls(cfg: Configuration, cid: str) -> str:
     modes of its kind, and the oracle on the family's sample (none without a family)."""
     ma, mb = CONTIGUOUS_MODES[cfg.fields["conv_kind"]]
     lines = [f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}", {ma}, {mb});']
+    if cfg.fields["layout_a"] in INTERLEAVED_CONV:
+        lines += _interleaved_view_calls(cid)
     try:
         fam = family(cfg)
     except NoFamily:
@@ -311,3 +315,48 @@ def digest(values: np.ndarray) -> tuple[int, int, int]:
         h1 = int(np.sum(n * x, dtype=np.uint64))
         h2 = int(np.sum((np.uint64(2) * n + np.uint64(1)) * x * x, dtype=np.uint64))
     return x.size, h1, h2
+
+
+# --- interleaved tensors (TensorNCxHWx<I> activations, TensorCxRSKx<I> filters) ------------------
+#: the generator's short names of interleaved activation layouts, and their interleave
+INTERLEAVED_CONV = {"nc32hw32": 32, "nc64hw64": 64}
+
+
+def interleaved_family(cfg: Configuration) -> Family:
+    """The spec family of a conv2d Fprop of ``TensorNCxHWx<I>`` activations and
+    ``TensorCxRSKx<I>`` filters: the problems of the packed Fprop family (the iterators'
+    coordinates are the same; only the layout objects differ), its layouts in the coordinates
+    of the interleaved mainloop's pitch-linear views (:mod:`threadmap.sweep.interleaved`).
+
+    ``TensorNCxHWx<I>`` puts (n, h, w, c) at ``c % I + I*w + I*W*h + I*W*H*(c / I) + H*W*C*n``,
+    ``TensorCxRSKx<I>`` (k, r, s, c) at ``c % I + I*k + I*K*s + I*K*S*r + I*K*S*R*(c / I)``
+    (``cutlass/layout/tensor.h``, packed).  The GEMM k is (c in the k-tile, s, r, k-tile of C)
+    and the views split its channel ``c = ci + I*j`` of the k-tile: A's view is
+    ``((I, Q, P, N), (kK/I, S, R, C/kK))``, B's ``((kK/I, S, R, C/kK), (I, K))``."""
+    import dataclasses
+
+    f = cfg.fields
+    i = INTERLEAVED_CONV[f["layout_a"]]
+    tk = int(f["threadblock"][2])
+    if cfg.kind != "conv2d" or f["conv_kind"] != "Fprop" or f["layout_b"] != f"c{i}rsk{i}" or tk % i:
+        raise NoFamily(f"interleaved {f['layout_a']}/{f['layout_b']} {cfg.kind} {f['conv_kind']} with kK = {tk}: "
+                       "only conv2d Fprop of TensorNCxHWx<I> and TensorCxRSKx<I> with kK a multiple of I is modelled")
+    if f["group_mode"] != "NoneGroup":
+        raise NoFamily(f"interleaved tensors with groups ({f['group_mode']}) are not modelled")
+    packed = family(dataclasses.replace(cfg, fields={**f, "layout_a": "nhwc", "layout_b": "nhwc"}))
+    w, h, j = "(Q+S-1)", "(P+R-1)", tk // i
+    a = _layout([([str(i), "Q", "P", "N"], ["1", str(i), f"{i}*{w}", f"{h}*{w}*C"]),
+                 ([str(j), "S", "R", f"C/{tk}"], [f"{i}*{w}*{h}", str(i), f"{i}*{w}", f"{w}*{h}*{tk}"])])
+    b = _layout([([str(j), "S", "R", f"C/{tk}"], [f"{i}*K*S*R", f"{i}*K", f"{i}*K*S", f"{i}*K*S*R*{j}"]),
+                 ([str(i), "K"], ["1", str(i)])])
+    return dataclasses.replace(packed, a=a, b=b, what=f"{packed.what}; TensorNCxHWx<{i}> and TensorCxRSKx<{i}>")
+
+
+def _interleaved_view_calls(cid: str) -> list[str]:
+    """Print the maps the interleaved global iterators transpose (the spec's, over the views)."""
+    out = []
+    for w, mode in (("A", 0), ("B", 1)):
+        tm = f"typename {cid}_kernel_base::Mma::Iterator{w}::ThreadMap::ThreadMap"
+        out += [f'  tm_sweep::map_spec<{tm}>("{cid}", "oracle.view{w}.map", {mode});',
+                f'  tm_sweep::map_offsets<{tm}>("{cid}", "oracle.view{w}");']
+    return out

@@ -129,8 +129,9 @@ def in_slice(cfg: Configuration) -> bool:
 
 
 #: the global layouts a spec gives per kind: a GEMM's row- or column-major operands, a
-#: convolution's packed tensors (the interleaved NC32HW32 ... are not modelled)
-SPEC_LAYOUTS = {"gemm": ("n", "t"), "conv2d": ("nhwc",), "conv3d": ("ndhwc",)}
+#: convolution's packed tensors, and the interleaved ones (:mod:`~threadmap.sweep.interleaved`)
+SPEC_LAYOUTS = {"gemm": ("n", "t", "n32", "t32", "n64", "t64"),
+                "conv2d": ("nhwc", "nc32hw32", "nc64hw64", "c32rsk32", "c64rsk64"), "conv3d": ("ndhwc",)}
 
 
 def prefilter(cfg: Configuration, digest: str) -> Result | None:
@@ -167,6 +168,7 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     """Extract one batch; per configuration a not-analysed Result or (digest, Written)."""
     from threadmap.sweep.extract import extract
     from threadmap.sweep.extract_sm90 import extract as extract3x
+    from threadmap.sweep.interleaved import interleave_of, interleaved_spec_text
     from threadmap.sweep.specs import NotAnalysed, spec_text
     from threadmap.sweep.specs_conv import conv_spec_text
     from threadmap.sweep.specs_sm90 import spec_text3x
@@ -178,6 +180,8 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     out: list[Any] = []
     for cfg, digest, x in zip(configs, digests, is3x, strict=True):
         write = conv_spec_text if cfg.kind in CONV_KINDS else spec_text
+        if interleave_of(cfg) is not None:  # the global operands read through pitch-linear views
+            write = interleaved_spec_text
         try:
             out.append((digest, spec_text3x(cfg, next(got3x), headers) if x else write(cfg, next(got), headers)))
         except NotAnalysed as e:

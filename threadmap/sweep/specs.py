@@ -78,7 +78,7 @@ def _logical(starts: np.ndarray, epa: int, row_contiguous: bool) -> np.ndarray:
     return rc.reshape(starts.shape[0], -1, 2)
 
 
-def _row_contiguous(layout_type: str) -> bool | None:
+def row_contiguous(layout_type: str) -> bool | None:
     """Whether a CUTLASS matrix layout type's contiguous dimension is the row index
     (``ColumnMajor...``), the column index (``RowMajor...``), or neither (None)."""
     name = layout_type.removeprefix("cutlass::layout::")
@@ -89,8 +89,9 @@ def _row_contiguous(layout_type: str) -> bool | None:
     return None
 
 
-def check_thread_map(which: str, op: Operand) -> None:
-    """The premises about the operand's thread maps (see the module docstring)."""
+def same_thread_map(which: str, op: Operand) -> None:
+    """The global iterator's thread map has a spec spelling, and threadmap.cutlass computes it
+    as the C++ map does (every thread's first access, the iteration counts and steps)."""
     if op.map is None:
         raise NotAnalysed("thread map without a spec spelling",
                           f"{which}: the global iterator's thread map {op.map_type[:160]} has no spec spelling")
@@ -115,6 +116,14 @@ def check_thread_map(which: str, op: Operand) -> None:
         raise NotAnalysed("threadmap.cutlass differs from the C++ thread map",
                           f"{which}: threadmap.cutlass's {py.cxx_type} differs from the C++ map (iterations "
                           f"{tuple(py.iterations)} vs {g.iterations}, delta {tuple(py.delta)} vs {g.delta})")
+
+
+def check_thread_map(which: str, op: Operand) -> None:
+    """The premises about the operand's thread maps (see the module docstring)."""
+    same_thread_map(which, op)
+    assert op.map is not None
+    tm = op.map
+    g = op.gmap
     rows, cols = op.tile
     mode = int(tm["contiguous_mode"])
     if mode not in (0, 1):
@@ -125,7 +134,7 @@ def check_thread_map(which: str, op: Operand) -> None:
         raise NotAnalysed("thread map shape is not the tile",
                           f"{which}: the thread map's shape {tuple(tm['shape'])} is not the tile {op.tile}")
     # the copy pairs access j of the two iterators: both must name the same elements
-    srow = _row_contiguous(op.smem_layout)
+    srow = row_contiguous(op.smem_layout)
     if srow is None:
         raise NotAnalysed("shared layout neither row- nor column-major",
                           f"{which}: the shared layout {op.smem_layout} is neither row- nor column-major")
@@ -137,7 +146,7 @@ def check_thread_map(which: str, op: Operand) -> None:
                           "the global iterator's (the copy pairs their accesses by index)")
 
 
-def _check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]]:
+def check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]]:
     """The cp.async operation of one access, by its CuTe name, and the thread map as the spec
     gives it (with ``accesses_per_vector`` when an access is narrower than the map's vector)."""
     assert op.map is not None
@@ -189,7 +198,7 @@ def check_copies(ex: Extracted) -> Copies:
                           f"the A and B thread maps have {a.threads} and {b.threads} threads")
     check_thread_map("A", a)
     check_thread_map("B", b)
-    access = {w: _check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
+    access = {w: check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
     layouts: dict[str, str] = {}
     for w, op in (("A", a), ("B", b)):
         fitted = fit_layout(op.table)
