@@ -29,8 +29,6 @@ MODELLED = [
 ]
 #: refused before compiling, with the reason class each gets
 REFUSED = {
-    "cutlass_tensorop_s16816fprop_fixed_channels_f16_256x128_32x3_nhwc_align4": "convolution without a spec family",
-    "cutlass_tensorop_s16816dgrad_optimized_f16_128x128_32x4_nhwc_align8": "convolution without a spec family",
     "cutlass_tensorop_s8_i16832fprop_analytic_s8_256x128_64x3_nc32hw32_align16": "global layout not a packed tensor",
 }
 

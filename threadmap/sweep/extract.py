@@ -192,9 +192,10 @@ def _prelude(configs: Sequence[Configuration]) -> str:
     conv = any(c.kind in CONV_KINDS for c in configs)
     if not conv:
         return PRELUDE
-    from threadmap.sweep.extract_conv import CONV_ORACLE
+    from threadmap.sweep.extract_conv import CONV_ORACLE, CONV_ORACLE_DEVICE, needs_device_oracle
 
-    return PRELUDE + CONV_PRELUDE + CONV_ORACLE
+    device = CONV_ORACLE_DEVICE if any(needs_device_oracle(c) for c in configs) else ""
+    return PRELUDE + CONV_PRELUDE + CONV_ORACLE + device
 
 
 def program(configs: Sequence[Configuration]) -> str:
@@ -339,7 +340,7 @@ def output_key(cfg: Configuration) -> str:
 #: the 2.x extractor's batched program (:mod:`threadmap.sweep.batch`)
 BATCH: BatchProgram[Extracted] = BatchProgram(
     prefix="sweep", key=output_key, source=program, split=split_output, parse=parse_fields,
-    failed=lambda error, kind: Extracted(error=error, error_kind=kind), opt="-O1", archs=("sm_80",))
+    failed=lambda error, kind: Extracted(error=error, error_kind=kind), opt="-O1", archs=("sm_80+ptx",))
 
 
 def extract(configs: Sequence[Configuration]) -> list[Extracted]:
