@@ -33,7 +33,7 @@ import numpy as np
 
 from threadmap.gpu import toolchain
 from threadmap.sweep.batch import BatchProgram, run_batch
-from threadmap.sweep.library import CONV_KINDS, Configuration
+from threadmap.sweep.library import CONV_KINDS, PLANAR_FAMILIES, Configuration
 
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
 _LINE = re.compile(r"^(c\d+)\t([A-Za-z0-9_.]+)\t(.*)$")
@@ -170,6 +170,10 @@ def _emitted(cfg: Configuration, cid: str) -> str:
         from cutlass_library.conv3d_operation import EmitConv3dInstance
 
         text = EmitConv3dInstance().emit(op)
+    elif cfg.family in PLANAR_FAMILIES:
+        from threadmap.sweep.extract_planar import planar_emitted
+
+        text = planar_emitted(op, cfg.family)
     else:
         from cutlass_library import gemm_operation as go
 
@@ -181,6 +185,10 @@ def _emitted(cfg: Configuration, cid: str) -> str:
 def _calls(cfg: Configuration, cid: str) -> str:
     """What ``main`` does for one configuration: print its mainloop (a convolution's with the
     contiguous modes of its kind, and its iterators' addresses on sample problems)."""
+    if cfg.kind == "gemm" and cfg.family in PLANAR_FAMILIES:
+        from threadmap.sweep.extract_planar import planar_calls
+
+        return planar_calls(cid)
     if cfg.kind not in CONV_KINDS:
         return f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");'
     from threadmap.sweep.extract_conv import conv_calls
@@ -190,12 +198,18 @@ def _calls(cfg: Configuration, cid: str) -> str:
 
 def _prelude(configs: Sequence[Configuration]) -> str:
     conv = any(c.kind in CONV_KINDS for c in configs)
-    if not conv:
-        return PRELUDE
-    from threadmap.sweep.extract_conv import CONV_ORACLE, CONV_ORACLE_DEVICE, needs_device_oracle
+    text = PRELUDE
+    if conv:
+        from threadmap.sweep.extract_conv import CONV_ORACLE, CONV_ORACLE_DEVICE, needs_device_oracle
 
-    device = CONV_ORACLE_DEVICE if any(needs_device_oracle(c) for c in configs) else ""
-    return PRELUDE + CONV_PRELUDE + CONV_ORACLE + device
+        text += CONV_PRELUDE + CONV_ORACLE
+        if any(needs_device_oracle(c) for c in configs):
+            text += CONV_ORACLE_DEVICE
+    if any(c.family in PLANAR_FAMILIES for c in configs):
+        from threadmap.sweep.extract_planar import PLANAR_PRELUDE
+
+        text += PLANAR_PRELUDE
+    return text
 
 
 def program(configs: Sequence[Configuration]) -> str:
@@ -332,7 +346,7 @@ def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
     around it and :func:`_context`, whichever batch printed it."""
     text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
-    if cfg.kind in CONV_KINDS:
+    if cfg.kind in CONV_KINDS or cfg.family in PLANAR_FAMILIES:
         text += "\0" + _calls(cfg, "c")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

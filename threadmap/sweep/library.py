@@ -32,6 +32,9 @@ DEFAULT_CUDA_VERSION = "12.8"
 #: the 2.x GEMM families whose mainloop is CUTLASS's ``DefaultMma`` (``MmaMultistage`` on
 #: SM80): the others have their own mainloops, not analysed in this slice
 DEFAULT_MMA_FAMILIES = ("universal", "grouped")
+#: the planar-complex GEMM families (``MmaPlanarComplexMultistage``: the real and the imaginary
+#: parts of each operand copied side by side; :mod:`threadmap.sweep.extract_planar`)
+PLANAR_FAMILIES = ("planar_complex", "planar_complex_array")
 
 
 class SweepError(ThreadmapError):

@@ -24,6 +24,7 @@ from threadmap.sweep.library import (
     CONV_KINDS,
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
+    PLANAR_FAMILIES,
     Configuration,
     SweepError,
     counts,
@@ -123,8 +124,10 @@ class SweepReport:
 
 
 def in_slice(cfg: Configuration) -> bool:
-    """2.x GEMMs of the DefaultMma families, sm90a 3.x GEMMs, and 2.x convolutions (implicit GEMMs)."""
-    return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)) \
+    """2.x GEMMs of the DefaultMma and planar-complex families, sm90a 3.x GEMMs, and 2.x
+    convolutions (implicit GEMMs)."""
+    return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES
+                                    or cfg.family in PLANAR_FAMILIES)) \
         or (cfg.kind in CONV_KINDS and cfg.family != CONV3X_FAMILY)
 
 
@@ -169,6 +172,7 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     from threadmap.sweep.extract_sm90 import extract as extract3x
     from threadmap.sweep.specs import NotAnalysed, spec_text
     from threadmap.sweep.specs_conv import conv_spec_text
+    from threadmap.sweep.specs_planar import planar_spec_text
     from threadmap.sweep.specs_sm90 import spec_text3x
 
     # 3.x configurations (sm90a collectives) have their own extractor; each kind is one program
@@ -177,7 +181,8 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     got3x = iter(extract3x([c for c, x in zip(configs, is3x, strict=True) if x]))
     out: list[Any] = []
     for cfg, digest, x in zip(configs, digests, is3x, strict=True):
-        write = conv_spec_text if cfg.kind in CONV_KINDS else spec_text
+        write = conv_spec_text if cfg.kind in CONV_KINDS else \
+            planar_spec_text if cfg.family in PLANAR_FAMILIES else spec_text
         try:
             out.append((digest, spec_text3x(cfg, next(got3x), headers) if x else write(cfg, next(got), headers)))
         except NotAnalysed as e:
