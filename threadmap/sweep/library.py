@@ -32,6 +32,8 @@ DEFAULT_CUDA_VERSION = "12.8"
 #: the 2.x GEMM families whose mainloop is CUTLASS's ``DefaultMma`` (``MmaMultistage`` on
 #: SM80): the others have their own mainloops, not analysed in this slice
 DEFAULT_MMA_FAMILIES = ("universal", "grouped")
+#: the sparse GEMMs' family (``SparseMmaMultistage``: compressed A, B and the metadata E)
+SPARSE_FAMILY = "sparse"
 
 
 class SweepError(ThreadmapError):
