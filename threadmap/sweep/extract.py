@@ -33,7 +33,7 @@ import numpy as np
 
 from threadmap.gpu import toolchain
 from threadmap.sweep.batch import BatchProgram, run_batch
-from threadmap.sweep.library import CONV_KINDS, PLANAR_FAMILIES, Configuration
+from threadmap.sweep.library import CONV_KINDS, PLANAR_FAMILIES, SPARSE_FAMILY, Configuration
 
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
 _LINE = re.compile(r"^(c\d+)\t([A-Za-z0-9_.]+)\t(.*)$")
@@ -174,6 +174,10 @@ def _emitted(cfg: Configuration, cid: str) -> str:
         from threadmap.sweep.extract_planar import planar_emitted
 
         text = planar_emitted(op, cfg.family)
+    elif cfg.family == SPARSE_FAMILY:
+        from threadmap.sweep.extract_sparse import emitted
+
+        return emitted(cfg, cid)
     else:
         from cutlass_library import gemm_operation as go
 
@@ -189,6 +193,10 @@ def _calls(cfg: Configuration, cid: str) -> str:
         from threadmap.sweep.extract_planar import planar_calls
 
         return planar_calls(cid)
+    if cfg.family == SPARSE_FAMILY:
+        from threadmap.sweep.extract_sparse import sparse_calls
+
+        return sparse_calls(cfg, cid)
     if cfg.kind not in CONV_KINDS:
         return f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");'
     from threadmap.sweep.extract_conv import conv_calls
@@ -209,6 +217,10 @@ def _prelude(configs: Sequence[Configuration]) -> str:
         from threadmap.sweep.extract_planar import PLANAR_PRELUDE
 
         text += PLANAR_PRELUDE
+    if any(c.family == SPARSE_FAMILY for c in configs):
+        from threadmap.sweep.extract_sparse import SPARSE_PRELUDE
+
+        text += SPARSE_PRELUDE
     return text
 
 
@@ -307,6 +319,12 @@ def _operand(fields: dict[str, str], w: str) -> Operand:
                    f["smem_layout"], table)
 
 
+def parse_operand(fields: dict[str, str], which: str) -> Operand:
+    """One operand's printed fields (``which``: its letter, the fields' prefix) as an
+    :class:`Operand`."""
+    return _operand(fields, which)
+
+
 def split_output(output: str, n: int) -> list[dict[str, str]]:
     """The program's ``ID<TAB>FIELD<TAB>VALUE`` lines as fields per configuration (in order)."""
     by: dict[str, dict[str, str]] = {f"c{i}": {} for i in range(n)}
@@ -322,6 +340,10 @@ def parse_fields(f: dict[str, str]) -> Extracted:
     if "mainloop" not in f:
         return Extracted(error="the extraction program printed nothing for this configuration",
                          error_kind="extraction output incomplete")
+    if f["mainloop"] == "sparse":
+        from threadmap.sweep.extract_sparse import parse_sparse
+
+        return parse_sparse(f)
     if f["mainloop"] != "multistage":
         return Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
                          error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
@@ -346,7 +368,7 @@ def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
     around it and :func:`_context`, whichever batch printed it."""
     text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
-    if cfg.kind in CONV_KINDS or cfg.family in PLANAR_FAMILIES:
+    if cfg.kind in CONV_KINDS or cfg.family in PLANAR_FAMILIES or cfg.family == SPARSE_FAMILY:
         text += "\0" + _calls(cfg, "c")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

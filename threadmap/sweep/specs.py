@@ -157,6 +157,12 @@ def _check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any
     return f"SM80_CP_ASYNC_{kind}<uint{bits}_t>", tm
 
 
+def check_access(which: str, op: Operand) -> tuple[str, dict[str, Any]]:
+    """The cp.async operation of the operand's accesses by its CuTe name and its thread map as
+    a spec gives it, or NotAnalysed (the premises of :func:`check_copies` about widths)."""
+    return _check_access(which, op, op.gmap.epa)
+
+
 def _size(tile: int, multiple: int, limit: int) -> dict[str, Any]:
     """A size range with a whole and a ragged sample (the ragged one respects ``multiple``)."""
     top = (min(MAX_EXTENT, limit) // multiple) * multiple
