@@ -1,7 +1,6 @@
 """Convolutions as implicit GEMMs: what the real templates print for one configuration per conv
 kind and iterator algorithm the sweep models, the family's layouts against the kernel's own
-iterators run host-side, the specs verified, a planted layout change caught, and the reasons
-of the configurations refused before compiling."""
+iterators run host-side, the specs verified and a planted layout change caught."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from threadmap.spec.load import loads_spec
 from threadmap.sweep.extract import Extracted, extract
 from threadmap.sweep.extract_conv import CONTIGUOUS_MODES, family
 from threadmap.sweep.library import Configuration, generate, group
-from threadmap.sweep.run import prefilter
 from threadmap.sweep.specs import NotAnalysed
 from threadmap.sweep.specs_conv import check_addresses, conv_spec_text
 
@@ -27,11 +25,6 @@ MODELLED = [
     "cutlass_tensorop_s16816dgrad_optimized_f16_128x128_32x4_nhwc_unity_stride_align8",
     "cutlass_tensorop_s16816wgrad_analytic_f16_128x128_32x4_nhwc_align8",
 ]
-#: refused before compiling, with the reason class each gets
-REFUSED = {
-    "cutlass_tensorop_s16816fprop_fixed_channels_f16_256x128_32x3_nhwc_align4": "convolution without a spec family",
-    "cutlass_tensorop_s16816dgrad_optimized_f16_128x128_32x4_nhwc_align8": "convolution without a spec family",
-}
 
 
 @pytest.fixture(scope="session")
@@ -94,9 +87,3 @@ def test_a_planted_layout_change_is_caught_by_the_iterators(
         check_addresses(c, planted, ex)
     assert e.value.kind == "iterator addresses differ from the spec's layout"
     check_addresses(c, fam, ex)  # the family's own layouts pass
-
-
-def test_refused_configurations_have_their_reasons_before_compiling() -> None:
-    for c in group(generate(("80",), ",".join(REFUSED))):
-        r = prefilter(c, "d")
-        assert r is not None and r.reason_kind == REFUSED[c.kernels[0]], (c.kernels[0], r)

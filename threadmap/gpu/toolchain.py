@@ -197,7 +197,15 @@ def run_cached(build: Callable[[], Path], args: Sequence[str]) -> subprocess.Com
 
 
 def _gencode(archs: Sequence[str]) -> list[str]:
-    return [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    """nvcc's -gencode of each architecture; ``sm_80+ptx`` also embeds its PTX (what a newer
+    GPU's driver compiles when the program launches a kernel there)."""
+    out = []
+    for a in archs:
+        real = a.removesuffix("+ptx")
+        virtual = f"compute_{real[3:]}"
+        out.append(f"-gencode=arch={virtual},code=[{real},{virtual}]" if a.endswith("+ptx")
+                   else f"-gencode=arch={virtual},code={real}")
+    return out
 
 
 def build_host(source: str, *, defines: Sequence[str] = (), opt: str = "-O1", archs: Sequence[str] = ()) -> Path:

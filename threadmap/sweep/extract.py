@@ -33,7 +33,7 @@ import numpy as np
 
 from threadmap.gpu import toolchain
 from threadmap.sweep.batch import BatchProgram, run_batch
-from threadmap.sweep.library import CONV_KINDS, Configuration
+from threadmap.sweep.library import CONV_KINDS, PLANAR_FAMILIES, SPARSE_FAMILY, Configuration
 
 #: the generator's short names of interleaved GEMM layouts (:mod:`threadmap.sweep.interleaved`:
 #: their calls print more)
@@ -174,6 +174,14 @@ def _emitted(cfg: Configuration, cid: str) -> str:
         from cutlass_library.conv3d_operation import EmitConv3dInstance
 
         text = EmitConv3dInstance().emit(op)
+    elif cfg.family in PLANAR_FAMILIES:
+        from threadmap.sweep.extract_planar import planar_emitted
+
+        text = planar_emitted(op, cfg.family)
+    elif cfg.family == SPARSE_FAMILY:
+        from threadmap.sweep.extract_sparse import emitted
+
+        return emitted(cfg, cid)
     else:
         from cutlass_library import gemm_operation as go
 
@@ -189,6 +197,14 @@ def _calls(cfg: Configuration, cid: str) -> str:
         from threadmap.sweep.interleaved import gemm_calls
 
         return gemm_calls(cfg, cid)
+    if cfg.kind == "gemm" and cfg.family in PLANAR_FAMILIES:
+        from threadmap.sweep.extract_planar import planar_calls
+
+        return planar_calls(cid)
+    if cfg.family == SPARSE_FAMILY:
+        from threadmap.sweep.extract_sparse import sparse_calls
+
+        return sparse_calls(cfg, cid)
     if cfg.kind not in CONV_KINDS:
         return f'  tm_sweep::mainloop<{cid}_kernel_base>("{cid}");'
     from threadmap.sweep.extract_conv import conv_calls
@@ -198,18 +214,27 @@ def _calls(cfg: Configuration, cid: str) -> str:
 
 def _prelude(configs: Sequence[Configuration]) -> str:
     conv = any(c.kind in CONV_KINDS for c in configs)
-    # an interleaved GEMM's iterators run host-side too (text only where there is one)
-    il = any(c.kind == "gemm" and c.fields.get("layout_a") in INTERLEAVED_GEMM for c in configs)
-    extra = ""
-    if il:
+    text = PRELUDE
+    if conv:
+        from threadmap.sweep.extract_conv import CONV_ORACLE, CONV_ORACLE_DEVICE, needs_device_oracle
+
+        text += CONV_PRELUDE + CONV_ORACLE
+        if any(needs_device_oracle(c) for c in configs):
+            text += CONV_ORACLE_DEVICE
+    if any(c.family in PLANAR_FAMILIES for c in configs):
+        from threadmap.sweep.extract_planar import PLANAR_PRELUDE
+
+        text += PLANAR_PRELUDE
+    if any(c.family == SPARSE_FAMILY for c in configs):
+        from threadmap.sweep.extract_sparse import SPARSE_PRELUDE
+
+        text += SPARSE_PRELUDE
+    # an interleaved GEMM's layout objects are printed too (text only where there is one)
+    if any(c.kind == "gemm" and c.fields.get("layout_a") in INTERLEAVED_GEMM for c in configs):
         from threadmap.sweep.interleaved import GEMM_ORACLE
 
-        extra = GEMM_ORACLE
-    if not conv:
-        return PRELUDE + extra
-    from threadmap.sweep.extract_conv import CONV_ORACLE
-
-    return PRELUDE + CONV_PRELUDE + CONV_ORACLE + extra
+        text += GEMM_ORACLE
+    return text
 
 
 def program(configs: Sequence[Configuration]) -> str:
@@ -307,6 +332,12 @@ def _operand(fields: dict[str, str], w: str) -> Operand:
                    f["smem_layout"], table)
 
 
+def parse_operand(fields: dict[str, str], which: str) -> Operand:
+    """One operand's printed fields (``which``: its letter, the fields' prefix) as an
+    :class:`Operand`."""
+    return _operand(fields, which)
+
+
 def split_output(output: str, n: int) -> list[dict[str, str]]:
     """The program's ``ID<TAB>FIELD<TAB>VALUE`` lines as fields per configuration (in order)."""
     by: dict[str, dict[str, str]] = {f"c{i}": {} for i in range(n)}
@@ -322,6 +353,10 @@ def parse_fields(f: dict[str, str]) -> Extracted:
     if "mainloop" not in f:
         return Extracted(error="the extraction program printed nothing for this configuration",
                          error_kind="extraction output incomplete")
+    if f["mainloop"] == "sparse":
+        from threadmap.sweep.extract_sparse import parse_sparse
+
+        return parse_sparse(f)
     if f["mainloop"] != "multistage":
         return Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
                          error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
@@ -346,7 +381,8 @@ def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
     around it and :func:`_context`, whichever batch printed it."""
     text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
-    if cfg.kind in CONV_KINDS or cfg.fields.get("layout_a") in INTERLEAVED_GEMM:
+    if cfg.kind in CONV_KINDS or cfg.family in PLANAR_FAMILIES or cfg.family == SPARSE_FAMILY \
+            or cfg.fields.get("layout_a") in INTERLEAVED_GEMM:
         text += "\0" + _calls(cfg, "c")
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -354,7 +390,7 @@ def output_key(cfg: Configuration) -> str:
 #: the 2.x extractor's batched program (:mod:`threadmap.sweep.batch`)
 BATCH: BatchProgram[Extracted] = BatchProgram(
     prefix="sweep", key=output_key, source=program, split=split_output, parse=parse_fields,
-    failed=lambda error, kind: Extracted(error=error, error_kind=kind), opt="-O1", archs=("sm_80",))
+    failed=lambda error, kind: Extracted(error=error, error_kind=kind), opt="-O1", archs=("sm_80+ptx",))
 
 
 def extract(configs: Sequence[Configuration]) -> list[Extracted]:

@@ -112,6 +112,184 @@ void conv_oracle(const char* id, PS const& ps, int last_row, int last_col, int t
 }  // namespace tm_sweep
 """
 
+#: C++ of the oracles whose iterators may need a GPU (appended after :data:`CONV_ORACLE` only for
+#: programs with such a configuration, so the other configurations' program text, and their
+#: cached extractions, stay as they are).  ``ImplicitGemmConvolutionStridedDgrad``'s iterators
+#: take the CTA's filter phase, which the kernel derives from its grid row.  The Optimized
+#: strided Dgrad iterators' ``advance()`` is ``CUTLASS_DEVICE`` (inline PTX), so host-side it
+#: ends the program: such a walk runs on the GPU (one thread, the same walk) when the machine
+#: has one.  The conv3d Wgrad activation iterators' ``get()`` alone is ``CUTLASS_DEVICE``: its
+#: body (the Params' layout at ``at()``) is computed instead.
+CONV_ORACLE_DEVICE = """\
+namespace tm_sweep {
+
+// an access's element offset: the iterator's get() from the base
+struct by_get {
+  template <class It> CUTLASS_HOST_DEVICE long long operator()(It const& it, char const* base) const {
+    return (reinterpret_cast<char const*>(it.get()) - base) * 8 / \
+int(cutlass::sizeof_bits<typename It::Element>::value);
+  }
+};
+
+// get()'s body, params_.layout(at()) from the unmoved base pointer, for an iterator whose get()
+// alone is CUTLASS_DEVICE (conv3d Wgrad's activation iterators); `layout` is the one its Params got
+template <class Layout> struct by_at {
+  Layout layout;
+  template <class It> CUTLASS_HOST_DEVICE long long operator()(It const& it, char const*) const {
+    return layout(it.at());
+  }
+};
+
+// every thread's accesses over `tiles` k-tiles (as iterator_offsets), the iterator built by
+// make(base, thread), each offset given by addr; the digest's three words in out
+template <class It, class Make, class Addr>
+CUTLASS_HOST_DEVICE void walk_digest(Make const& make, Addr const& addr, int tiles, unsigned long long* out) {
+  using Element = typename It::Element;
+  int const accesses = It::ThreadMap::Iterations::kCount * It::kAccessesPerVector;
+  char const* base = reinterpret_cast<char const*>(std::uintptr_t(1) << 40);
+  unsigned long long n = 0, h1 = 0, h2 = 0;
+  for (int t = 0; t < It::ThreadMap::kThreads; ++t) {
+    It it = make(reinterpret_cast<Element const*>(base), t);
+    for (int k = 0; k < tiles; ++k) {
+      it.set_iteration_index(0);
+      for (int i = 0; i < accesses; ++i, ++it) {
+        long long v = -1;
+        if (it.valid()) v = addr(it, base);
+        unsigned long long x = (unsigned long long)(v + 2);
+        ++n;
+        h1 += n * x;
+        h2 += (2 * n + 1) * x * x;
+      }
+      it.advance();
+    }
+  }
+  out[0] = n;
+  out[1] = h1;
+  out[2] = h2;
+}
+
+template <class It, class Make, class Addr>
+__global__ void walk_kernel(Make make, Addr addr, int tiles, unsigned long long* out) {
+  walk_digest<It>(make, addr, tiles, out);
+}
+
+// the walk host-side in a child process; where that fails (a device-only advance()), on the GPU
+template <class It, class Make, class Addr = by_get>
+void walk(const char* id, const char* key, Make const& make, int tiles, Addr addr = Addr()) {
+  unsigned long long h[3] = {0, 0, 0};
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    walk_digest<It>(make, addr, tiles, h);
+    std::printf("%s\\t%s\\t%llu %llu %llu\\n", id, key, h[0], h[1], h[2]);
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("%s\\t%s\\t?its iterator runs only on a GPU (host-side it ended with status %d) and this "
+                "machine has none\\n", id, key, status);
+    return;
+  }
+  unsigned long long* d = nullptr;
+  cudaError_t e = cudaMalloc(&d, sizeof h);
+  if (e == cudaSuccess) {
+    walk_kernel<It><<<1, 1>>>(make, addr, tiles, d);
+    e = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+  }
+  if (e != cudaSuccess)
+    std::printf("%s\\t%s\\t?its GPU walk failed: %s\\n", id, key, cudaGetErrorString(e));
+  else
+    std::printf("%s\\t%s\\t%llu %llu %llu\\n", id, key, h[0], h[1], h[2]);
+}
+
+// how the kernels construct their iterators (what a walk copies to the GPU)
+template <class It, class PS> struct make_plain {
+  typename It::Params params;
+  PS ps;
+  cutlass::MatrixCoord at;
+  CUTLASS_HOST_DEVICE It operator()(typename It::Element const* p, int t) const { return It(params, ps, p, t, at); }
+};
+
+// implicit_gemm_convolution_strided_dgrad.h: A takes the stride divmods and the filter phase
+template <class It> struct make_strided_a {
+  typename It::Params params;
+  cutlass::conv::Conv2dProblemSize ps;
+  cutlass::FastDivmod dh, dw;
+  int start_r, start_s;
+  cutlass::MatrixCoord at;
+  CUTLASS_HOST_DEVICE It operator()(typename It::Element const* p, int t) const {
+    return It(params, ps, p, t, dh, dw, start_r, start_s, at);
+  }
+};
+
+template <class It> struct make_strided_b {
+  typename It::Params params;
+  cutlass::conv::Conv2dProblemSize ps;
+  int start_r, start_s;
+  cutlass::MatrixCoord at;
+  CUTLASS_HOST_DEVICE It operator()(typename It::Element const* p, int t) const {
+    return It(params, ps, p, t, start_r, start_s, at);
+  }
+};
+
+// conv_oracle, each walk host-side or on the GPU; B's offsets by_at (conv3d Wgrad)
+template <class Kernel, class PS>
+void conv_oracle_device(const char* id, PS const& ps, int last_row, int last_col, int tiles) {
+  using Mma = typename Kernel::Mma;
+  using ItA = typename Mma::IteratorA;
+  using ItB = typename Mma::IteratorB;
+  auto la = ItA::Layout::packed(cutlass::conv::implicit_gemm_tensor_a_extent(Kernel::kConvolutionalOperator, ps));
+  auto lb = ItB::Layout::packed(cutlass::conv::implicit_gemm_tensor_b_extent(Kernel::kConvolutionalOperator, ps));
+  typename ItA::Params pa = ItA::getParams(ps, la);
+  typename ItB::Params pb(ps, lb);
+  walk<ItA>(id, "oracle.A0", make_plain<ItA, PS>{pa, ps, cutlass::MatrixCoord(0, 0)}, tiles);
+  walk<ItA>(id, "oracle.A1", make_plain<ItA, PS>{pa, ps, cutlass::MatrixCoord(last_row, 0)}, tiles);
+  by_at<decltype(lb)> at{lb};
+  walk<ItB>(id, "oracle.B0", make_plain<ItB, PS>{pb, ps, cutlass::MatrixCoord(0, 0)}, tiles, at);
+  walk<ItB>(id, "oracle.B1", make_plain<ItB, PS>{pb, ps, cutlass::MatrixCoord(0, last_col)}, tiles, at);
+}
+
+// the strided Dgrad kernel's construction: grid row m's filter phase is
+// m / strided_dgrad_tile_m_per_filter, split into (start_r, start_s) by stride_w
+template <class Kernel>
+void conv_oracle_strided(const char* id, cutlass::conv::Conv2dProblemSize const& ps, int last_row, int last_col,
+                         int tiles) {
+  using Mma = typename Kernel::Mma;
+  using ItA = typename Mma::IteratorA;
+  using ItB = typename Mma::IteratorB;
+  auto la = ItA::Layout::packed(cutlass::conv::implicit_gemm_tensor_a_extent(Kernel::kConvolutionalOperator, ps));
+  auto lb = ItB::Layout::packed(cutlass::conv::implicit_gemm_tensor_b_extent(Kernel::kConvolutionalOperator, ps));
+  typename ItA::Params pa = ItA::getParams(ps, la);
+  typename ItB::Params pb(ps, lb);
+  cutlass::FastDivmod dh(ps.stride_h), dw(ps.stride_w);
+  int const per = cutlass::conv::strided_dgrad_tile_m_per_filter(ps, Mma::Shape::kM);
+  int const first = 0, last = last_row / Mma::Shape::kM / per, phases = ps.stride_h * ps.stride_w;
+  walk<ItA>(id, "oracle.A0", make_strided_a<ItA>{pa, ps, dh, dw, first / ps.stride_w, first % ps.stride_w,
+                                                cutlass::MatrixCoord(0, 0)}, tiles);
+  walk<ItA>(id, "oracle.A1", make_strided_a<ItA>{pa, ps, dh, dw, last / ps.stride_w, last % ps.stride_w,
+                                                cutlass::MatrixCoord(last_row, 0)}, tiles);
+  walk<ItB>(id, "oracle.B0", make_strided_b<ItB>{pb, ps, 0, 0, cutlass::MatrixCoord(0, 0)}, tiles);
+  walk<ItB>(id, "oracle.B1", make_strided_b<ItB>{pb, ps, (phases - 1) / ps.stride_w, (phases - 1) % ps.stride_w,
+                                                cutlass::MatrixCoord(0, last_col)}, tiles);
+}
+
+}  // namespace tm_sweep
+"""
+
+
+def needs_device_oracle(cfg: Configuration) -> bool:
+    """A configuration whose oracle is :data:`CONV_ORACLE_DEVICE`'s: a strided Dgrad (its
+    iterators take a filter phase), or a conv3d Wgrad (its activation iterator's ``advance()``
+    is device-only)."""
+    f = cfg.fields
+    return is_strided_dgrad(cfg) or (cfg.kind == "conv3d" and f.get("conv_kind") == "Wgrad")
+
+
 #: which GEMM mode of A and B is contiguous in memory, per conv kind: the MmaCore layouts of
 #: ``default_conv2d_{fprop,dgrad,wgrad}.h`` (Fprop: A RowMajor, B ColumnMajor; Dgrad: both
 #: RowMajor; Wgrad: A ColumnMajor, B RowMajor); 1 is a row-major tile (columns contiguous)
@@ -138,6 +316,10 @@ class Family:
     what: str                      # the family in words (the spec's description)
     tiles: int = 0                 # k-tiles of the sample
     extents: dict[str, int] = field(default_factory=dict)   # M, N, K of the sample
+    # where a CTA's A and B tiles are (a strided Dgrad CTA's filter tap is its grid row's phase)
+    at_a: tuple[str, str] = ("bx", "bz")
+    at_b: tuple[str, str] = ("bz", "by")
+    phases: int = 1                # filter phases of the sample (strided Dgrad: R*S; B holds one K per phase)
 
 
 class NoFamily(Exception):
@@ -196,11 +378,14 @@ def family(cfg: Configuration) -> Family:
     tm, tn, tk = f["threadblock"]
     align_a, align_b = int(f["align_a"]), int(f["align_b"])
     three = cfg.kind == "conv3d"
+    if algo in ("FixedChannels", "FewChannels"):
+        if conv != "Fprop" or three:
+            raise NoFamily(f"the {algo} iterators of a conv{'3d' if three else '2d'} {conv} are not modelled")
+        return _few_channels(cfg)
     if algo not in ("Analytic", "Optimized"):
-        raise NoFamily(f"the {algo} iterators (a fixed filter-channel count per access) are not modelled")
+        raise NoFamily(f"the {algo} iterators are not modelled")
     if conv == "Dgrad" and f["stride_support"] == "Strided" and not three:
-        raise NoFamily("strided dgrad (ImplicitGemmConvolutionStridedDgrad: its iterators start at a filter "
-                       "phase per CTA) is not modelled")
+        return _strided_dgrad(cfg)
     # (output, input, filter) size names per spatial dimension, innermost first
     dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if three else [])
     filt = [r for _, _, r in dims]
@@ -256,7 +441,8 @@ def family(cfg: Configuration) -> Family:
         sizes[v] = {"min": 1, "max": spatial, "samples": [sample[v]]}
         sizes[r] = {"min": 1, "max": 8, "samples": [1, 3] if r != "T" else [1, 2]}
     for name, (mult, samples) in sizes_ck.items():
-        top = 1024 if mult == tk else 1 << 14
+        # a conv3d Wgrad's grid y is ceil(T*R*S*C / kN): C up to 4096 keeps it within 65535
+        top = 1024 if mult == tk else 1 << 12 if three and conv == "Wgrad" else 1 << 14
         sizes[name] = {"min": mult, "max": top // mult * mult, "samples": samples}
         if mult > 1:
             sizes[name]["multiple_of"] = mult
@@ -266,16 +452,111 @@ def family(cfg: Configuration) -> Family:
                   extents={"M": M, "N": N, "K": K})
 
 
+def _finish(cfg: Configuration, sizes: dict[str, dict[str, Any]], assume: list[str], mnk: tuple[str, str, str],
+            a: str, b: str, sample: dict[str, int], what: str, **more: Any) -> Family:
+    """A family with the sample's extents, k-tiles and C++ problem."""
+    env = dict(sample)
+    M, N, K = (_evaluate(x, env) for x in mnk)
+    tk = cfg.fields["threadblock"][2]
+    return Family(sizes, assume, *mnk, a, b, sample, problem_cxx(cfg, env), what, tiles=-(-K // tk),
+                  extents={"M": M, "N": N, "K": K}, **more)
+
+
+def _few_channels(cfg: Configuration) -> Family:
+    """Fprop with the FixedChannels or FewChannels iterators (unit stride and dilation, no
+    padding, cross-correlation): the GEMM k is one index ``rsc`` over (c, s, r), so a k-tile
+    spans filter taps, and an access of ``kElements`` channels (FixedChannels: C is exactly
+    that; FewChannels: a multiple of it).  The activation iterator checks n, h and w but not
+    that the tap is inside the filter (a last k-tile past R*S*C reads real activations that the
+    filter side zeroes), so R*S*C is a multiple of kK."""
+    f = cfg.fields
+    tm, tn, tk = f["threadblock"]
+    align_a, align_b = int(f["align_a"]), int(f["align_b"])
+    fixed = f["iterator_algorithm"] == "FixedChannels"
+    dims = [("Q", "W", "S"), ("P", "H", "R")]
+    free, filt = [o for o, _, _ in dims], [r for _, _, r in dims]
+    act = _packed([f"({o}+{r}-1)" for o, _, r in dims], "C")
+    fil = _packed(filt, "C")
+    a = _layout([([*free, "N"], act), (["C", *filt], ["1", *act[:-1]])])
+    b = _layout([(["C", *filt], ["1", *fil[:-1]]), (["K"], [fil[-1]])])
+    # the sample: two k-tiles of (c, s, r), two CTA rows (the second ragged), two CTA columns
+    c = align_a if fixed else 2 * align_a
+    rs = 2 * tk // c
+    sample = {"Q": 7, "P": 5, "R": 2 if rs % 2 == 0 else 1, "C": c, "K": 2 * tn - align_b}
+    sample["S"] = rs // sample["R"]
+    sample["N"] = tm // 35 + 1
+    sizes: dict[str, dict[str, Any]] = {
+        "N": {"min": 1, "max": 256, "samples": sorted({1, sample["N"]})},
+        "P": {"min": 1, "max": 256, "samples": [sample["P"]]},
+        "Q": {"min": 1, "max": 256, "samples": [sample["Q"]]},
+        "R": {"min": 1, "max": 64, "samples": [sample["R"]]},
+        "S": {"min": 1, "max": 64, "samples": [sample["S"]]},
+        "K": {"min": align_b, "max": (1 << 14) // align_b * align_b, "samples": [2 * tn - align_b, 2 * tn]},
+        "C": ({"min": c, "max": c, "samples": [c]} if fixed else
+              {"min": align_a, "max": 256 // align_a * align_a, "samples": [c], "multiple_of": align_a}),
+    }
+    if align_b > 1:
+        sizes["K"]["multiple_of"] = align_b
+    if align_a > 1 and not fixed:
+        sizes["C"]["multiple_of"] = align_a
+    what = (f"unit stride and dilation, no padding, cross-correlation, one group, "
+            f"{'C = ' if fixed else 'C a multiple of '}{align_a} (the access), R*S*C a multiple of kK = {tk}")
+    return _finish(cfg, sizes, [f"R*S*C % {tk} == 0"], ("N*P*Q", "K", "R*S*C"), a, b, sample, what)
+
+
+def _strided_dgrad(cfg: Configuration) -> Family:
+    """Dgrad with the strided iterators (``ImplicitGemmConvolutionStridedDgrad``) for a stride
+    equal to the filter (stride_h = R, stride_w = S), no padding, unit dilation, convolution
+    mode: every input position has one filter tap, the transposed convolution that upsamples
+    by the stride.  A CTA's grid row picks a filter phase ``f = m / T`` (``T`` CTA rows per
+    phase, ``strided_dgrad_tile_m_per_filter``); the phase's GEMM is (N*P*Q, C, K): A is the
+    output gradient (n, p, q, k) in every phase, B the filter (k, r, s, c) at the phase's tap
+    (start_r, start_s) = divmod(f, S).  With N*P*Q a multiple of kM the phases' rows do not
+    leave holes in the grid: A is ((N*P*Q, R*S), K) with a phase stride 0, B is
+    ((K, R*S), C) and a CTA's B tile is at k-tile ``bz + (K/kK) f``."""
+    f = cfg.fields
+    tm, tn, tk = f["threadblock"]
+    align_b = int(f["align_b"])
+    dims = [("Q", "W", "S"), ("P", "H", "R")]
+    free, filt = [o for o, _, _ in dims], [r for _, _, r in dims]
+    dy = _packed(free, "K")
+    fil = _packed(filt, "C")
+    a = _layout([([*free, "N", "R*S"], [*dy, "0"]), (["K"], ["1"])])
+    b = _layout([(["K", "R*S"], [fil[-1], "C"]), (["C"], ["1"])])
+    # the sample: stride (2, 3), two CTA rows per phase, two k-tiles, two CTA columns (ragged)
+    sample = {"Q": 4, "P": 4, "R": 2, "S": 3, "N": max(1, 2 * tm // 16), "K": 2 * tk, "C": 2 * tn - align_b}
+    sizes: dict[str, dict[str, Any]] = {
+        "N": {"min": 1, "max": 256, "samples": [sample["N"]]},
+        "P": {"min": 1, "max": 256, "samples": [sample["P"]]},
+        "Q": {"min": 1, "max": 256, "samples": [sample["Q"]]},
+        "R": {"min": 1, "max": 8, "samples": [1, 2]},
+        "S": {"min": 1, "max": 8, "samples": [1, 3]},
+        "K": {"min": tk, "max": 1024 // tk * tk, "samples": [tk, 2 * tk], "multiple_of": tk},
+        "C": {"min": align_b, "max": (1 << 14) // align_b * align_b, "samples": [2 * tn - align_b, 2 * tn]},
+    }
+    if align_b > 1:
+        sizes["C"]["multiple_of"] = align_b
+    per = f"(N*P*Q/{tm})"
+    what = (f"stride equal to the filter (R, S), no padding, unit dilation, convolution mode, one group, "
+            f"K a multiple of kK = {tk}, N*P*Q a multiple of kM = {tm}")
+    return _finish(cfg, sizes, [f"K % {tk} == 0", f"N*P*Q % {tm} == 0"], ("N*P*Q*R*S", "C", "K"), a, b, sample,
+                   what, at_b=(f"bz+(K/{tk})*(bx/{per})", "by"), phases=sample["R"] * sample["S"])
+
+
 def problem_cxx(cfg: Configuration, s: Mapping[str, int]) -> str:
     """The C++ problem size of a sample of :func:`family` (``Conv2dProblemSize`` /
     ``Conv3dProblemSize``): the derived extents and the padding of the family."""
     dgrad = cfg.fields["conv_kind"] == "Dgrad"
+    strided = dgrad and is_strided_dgrad(cfg)
     mode = "cutlass::conv::Mode::kConvolution" if dgrad else "cutlass::conv::Mode::kCrossCorrelation"
     dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if cfg.kind == "conv3d" else [])
     ext: dict[str, int] = {}
     pad: dict[str, int] = {}
+    stride = {r: 1 for _, _, r in dims}
     for o, x, r in dims:
-        if dgrad:
+        if strided:
+            ext[o], ext[x], pad[r], stride[r] = s[o], s[o] * s[r], 0, s[r]
+        elif dgrad:
             ext[x], ext[o], pad[r] = s[x], s[x] + s[r] - 1, s[r] - 1
         else:
             ext[o], ext[x], pad[r] = s[o], s[o] + s[r] - 1, 0
@@ -285,7 +566,13 @@ def problem_cxx(cfg: Configuration, s: Mapping[str, int]) -> str:
                 f"{s['R']}, {s['S']}, {ext['Z']}, {ext['P']}, {ext['Q']}, {pad['T']}, {pad['R']}, {pad['S']}, "
                 f"1, 1, 1, 1, 1, 1, {mode}, 1, 1)")
     return (f"cutlass::conv::Conv2dProblemSize({n}, {ext['H']}, {ext['W']}, {c}, {k}, {s['R']}, {s['S']}, "
-            f"{ext['P']}, {ext['Q']}, {pad['R']}, {pad['S']}, 1, 1, 1, 1, {mode}, 1, 1)")
+            f"{ext['P']}, {ext['Q']}, {pad['R']}, {pad['S']}, {stride['R']}, {stride['S']}, 1, 1, {mode}, 1, 1)")
+
+
+def is_strided_dgrad(cfg: Configuration) -> bool:
+    """A conv2d Dgrad of ``ImplicitGemmConvolutionStridedDgrad`` (its iterators take a filter phase)."""
+    f = cfg.fields
+    return cfg.kind == "conv2d" and f.get("conv_kind") == "Dgrad" and f.get("stride_support") == "Strided"
 
 
 def conv_calls(cfg: Configuration, cid: str) -> str:
@@ -302,7 +589,9 @@ def conv_calls(cfg: Configuration, cid: str) -> str:
     tm, tn, _ = cfg.fields["threadblock"]
     last_row = (fam.extents["M"] - 1) // tm * tm
     last_col = (fam.extents["N"] - 1) // tn * tn
-    lines.append(f'  tm_sweep::conv_oracle<{cid}_kernel_base>("{cid}", {fam.cxx_problem}, {last_row}, {last_col}, '
+    oracle = "conv_oracle_strided" if is_strided_dgrad(cfg) else \
+        "conv_oracle_device" if needs_device_oracle(cfg) else "conv_oracle"
+    lines.append(f'  tm_sweep::{oracle}<{cid}_kernel_base>("{cid}", {fam.cxx_problem}, {last_row}, {last_col}, '
                  f"{fam.tiles});")
     return "\n".join(lines)
 

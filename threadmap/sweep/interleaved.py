@@ -237,7 +237,7 @@ def interleaved_copies(cfg: Configuration, ex: Extracted, interleave: int) -> tu
                 raise NotAnalysed("shared iterator pairs accesses differently",
                                   f"{w}: the {what} iterator's thread map visits the tile in another order than "
                                   "the view's thread map (the copy pairs their accesses by index)")
-        atoms[w], maps[w] = check_access(w, op, op.gmap.epa)
+        atoms[w], maps[w] = check_access(w, op)
         fitted = fit_layout(view_table(w, real.table, interleave))
         if fitted.layout is None:
             raise NotAnalysed("shared layout without an exact spec form",

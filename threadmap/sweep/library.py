@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,11 @@ DEFAULT_CUDA_VERSION = "12.8"
 #: the 2.x GEMM families whose mainloop is CUTLASS's ``DefaultMma`` (``MmaMultistage`` on
 #: SM80): the others have their own mainloops, not analysed in this slice
 DEFAULT_MMA_FAMILIES = ("universal", "grouped")
+#: the planar-complex GEMM families (``MmaPlanarComplexMultistage``: the real and the imaginary
+#: parts of each operand copied side by side; :mod:`threadmap.sweep.extract_planar`)
+PLANAR_FAMILIES = ("planar_complex", "planar_complex_array")
+#: the sparse GEMMs' family (``SparseMmaMultistage``: compressed A, B and the metadata E)
+SPARSE_FAMILY = "sparse"
 
 
 class SweepError(ThreadmapError):
@@ -49,6 +54,25 @@ class Kernel:
     family: str      # "universal", "grouped", "sparse", ... ("-" for non-GEMM kinds)
 
 
+#: A's interleaved layouts as the generator names them (GEMM ``ColumnMajorInterleaved<I>``,
+#: conv ``TensorNCxHWx<I>``): before their revision 1 the prefilter refused them
+INTERLEAVED_LAYOUTS = ("n32", "n64", "nc32hw32", "nc64hw64")
+
+
+def extraction_revision(kind: str, fields: Mapping[str, Any]) -> int:
+    """How often the extraction of a configuration's family changed after the results store's
+    rows of it could have been written (0: never).  1: conv2d strided Dgrad, FixedChannels and
+    FewChannels Fprop got spec families, conv3d Wgrad a walk on the GPU; the interleaved GEMMs
+    and conv2d Fprop (``n32``, ``nc32hw32``, ...) were read through their pitch-linear views."""
+    if kind in ("gemm", "conv2d") and fields.get("layout_a") in INTERLEAVED_LAYOUTS:
+        return 1
+    conv, algo = fields.get("conv_kind"), fields.get("iterator_algorithm")
+    if kind == "conv2d" and ((conv == "Dgrad" and fields.get("stride_support") == "Strided")
+                             or algo in ("FixedChannels", "FewChannels")):
+        return 1
+    return 1 if kind == "conv3d" and conv == "Wgrad" else 0
+
+
 @dataclass
 class Configuration:
     """The kernels that share one data-movement configuration."""
@@ -62,9 +86,12 @@ class Configuration:
     operation: Any = None
 
     def digest(self, headers: str) -> str:
-        """The configuration's identity in the results store: its key and the CUTLASS
-        headers' version (another release may lay the same kernel out otherwise)."""
-        return hashlib.sha256(f"{self.key}\0{headers}".encode()).hexdigest()[:24]
+        """The configuration's identity in the results store: its key, the CUTLASS headers'
+        version (another release may lay the same kernel out otherwise) and its family's
+        :func:`extraction_revision` (a family whose extraction changed is done again; the
+        other families' rows stay)."""
+        rev = extraction_revision(self.kind, self.fields)
+        return hashlib.sha256(f"{self.key}\0{headers}{f'{chr(0)}r{rev}' if rev else ''}".encode()).hexdigest()[:24]
 
     @property
     def label(self) -> str:

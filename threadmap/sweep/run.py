@@ -24,6 +24,8 @@ from threadmap.sweep.library import (
     CONV_KINDS,
     DEFAULT_CUDA_VERSION,
     DEFAULT_MMA_FAMILIES,
+    PLANAR_FAMILIES,
+    SPARSE_FAMILY,
     Configuration,
     SweepError,
     counts,
@@ -123,8 +125,10 @@ class SweepReport:
 
 
 def in_slice(cfg: Configuration) -> bool:
-    """2.x GEMMs of the DefaultMma families, sm90a 3.x GEMMs, and 2.x convolutions (implicit GEMMs)."""
-    return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES)) \
+    """2.x GEMMs of the DefaultMma, planar-complex and sparse families, sm90a 3.x GEMMs, and 2.x
+    convolutions (implicit GEMMs)."""
+    return (cfg.kind == "gemm" and (cfg.family in DEFAULT_MMA_FAMILIES or cfg.family in SM90_FAMILIES
+                                    or cfg.family in PLANAR_FAMILIES or cfg.family == SPARSE_FAMILY)) \
         or (cfg.kind in CONV_KINDS and cfg.family != CONV3X_FAMILY)
 
 
@@ -171,7 +175,9 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     from threadmap.sweep.interleaved import interleave_of, interleaved_spec_text
     from threadmap.sweep.specs import NotAnalysed, spec_text
     from threadmap.sweep.specs_conv import conv_spec_text
+    from threadmap.sweep.specs_planar import planar_spec_text
     from threadmap.sweep.specs_sm90 import spec_text3x
+    from threadmap.sweep.specs_sparse import sparse_spec_text
 
     # 3.x configurations (sm90a collectives) have their own extractor; each kind is one program
     is3x = ["kernel_schedule" in c.fields for c in configs]
@@ -179,7 +185,9 @@ def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], head
     got3x = iter(extract3x([c for c, x in zip(configs, is3x, strict=True) if x]))
     out: list[Any] = []
     for cfg, digest, x in zip(configs, digests, is3x, strict=True):
-        write = conv_spec_text if cfg.kind in CONV_KINDS else spec_text
+        write = conv_spec_text if cfg.kind in CONV_KINDS else \
+            planar_spec_text if cfg.family in PLANAR_FAMILIES else \
+            sparse_spec_text if cfg.family == SPARSE_FAMILY else spec_text
         if interleave_of(cfg) is not None:  # the global operands read through pitch-linear views
             write = interleaved_spec_text
         try:
@@ -232,7 +240,14 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[d
     keeps its check summary's numbers (``summary``) and findings their witness's short parts."""
     import threadmap.api as api
     from threadmap.spec.load import loads_spec
+    from threadmap.sweep.specs_sparse import DOCUMENT_SEPARATOR
 
+    if DOCUMENT_SEPARATOR in text:  # a configuration with several specs (a sparse GEMM's E): each verified
+        parts = [verify_text(doc, name) for doc in text.split(DOCUMENT_SEPARATOR)]
+        err = next((p[5] for p in parts if p[5]), "")
+        status = "not_analysed" if err else "fail" if any(p[0] == "fail" for p in parts) else "pass"
+        return (status, [f for p in parts for f in p[1]], [w for p in parts for w in p[2]],
+                [c for p in parts for c in p[3]], sum(p[4] for p in parts), err)
     t0 = time.process_time()
     try:
         loaded = loads_spec(text, "yaml", name)

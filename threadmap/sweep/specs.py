@@ -146,7 +146,7 @@ def check_thread_map(which: str, op: Operand) -> None:
                           "the global iterator's (the copy pairs their accesses by index)")
 
 
-def check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]]:
+def _check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]]:
     """The cp.async operation of one access, by its CuTe name, and the thread map as the spec
     gives it (with ``accesses_per_vector`` when an access is narrower than the map's vector)."""
     assert op.map is not None
@@ -164,6 +164,12 @@ def check_access(which: str, op: Operand, epa: int) -> tuple[str, dict[str, Any]
     if op.accesses_per_vector != 1:
         tm["accesses_per_vector"] = op.accesses_per_vector
     return f"SM80_CP_ASYNC_{kind}<uint{bits}_t>", tm
+
+
+def check_access(which: str, op: Operand) -> tuple[str, dict[str, Any]]:
+    """The cp.async operation of the operand's accesses by its CuTe name and its thread map as
+    a spec gives it, or NotAnalysed (the premises of :func:`check_copies` about widths)."""
+    return _check_access(which, op, op.gmap.epa)
 
 
 def _size(tile: int, multiple: int, limit: int) -> dict[str, Any]:
@@ -198,7 +204,7 @@ def check_copies(ex: Extracted) -> Copies:
                           f"the A and B thread maps have {a.threads} and {b.threads} threads")
     check_thread_map("A", a)
     check_thread_map("B", b)
-    access = {w: check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
+    access = {w: _check_access(w, op, op.gmap.epa) for w, op in (("A", a), ("B", b))}
     layouts: dict[str, str] = {}
     for w, op in (("A", a), ("B", b)):
         fitted = fit_layout(op.table)

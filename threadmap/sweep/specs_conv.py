@@ -23,10 +23,11 @@ from threadmap.sweep.library import Configuration
 from threadmap.sweep.specs import NotAnalysed, Written, check_copies, written
 
 
-def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: int) -> np.ndarray:
+def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: int, phase: int = 0) -> np.ndarray:
     """The element offsets (-1: off) of every access of every thread over the sample's
     k-tiles, in the oracle's order (thread, k-tile, vector, access of the vector), from the
-    family's layout of the operand evaluated by threadmap's layout engine."""
+    family's layout of the operand evaluated by threadmap's layout engine (B of a strided
+    Dgrad: at the filter phase ``phase``, whose rows follow the earlier phases')."""
     from threadmap.spec.parsed import bind_layout
 
     assert op.map is not None
@@ -45,9 +46,9 @@ def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: 
         c = kt + cols[:, None]
         ext = (m_ext, k_ext)
     else:
-        r = kt + rows[:, None]
+        r = phase * k_ext + kt + rows[:, None]
         c = origin + cols[:, None]
-        ext = (k_ext, n_ext)
+        ext = ((phase + 1) * k_ext, n_ext)
     r, c = np.broadcast_arrays(r, c)
     # the access's last element decides (a vector predicate)
     last_r = r + (0 if row_major else op.access - 1)
@@ -66,9 +67,12 @@ def check_addresses(cfg: Configuration, fam: Family, ex: Extracted) -> None:
         for i, origin in enumerate((first, last)):
             got = ex.oracle.get(f"oracle.{w}{i}", "")
             if not got or got.startswith("?"):
-                raise NotAnalysed("iterator addresses not checked",
-                                  f"{w}: the iterator {got[1:160] or '(none printed)'} cannot be run host-side")
-            want = " ".join(str(x) for x in digest(expected_offsets(fam, w, ex.operands[w], origin, tk)))
+                # the oracle prints why (a sentence), or the type of an iterator it cannot construct
+                why = got[1:200] if " " in got else f"the iterator {got[1:160]} has no constructor the oracle knows"
+                raise NotAnalysed("iterator addresses not checked", f"{w}: {why if got else 'nothing printed'}")
+            # the oracle's B1 is the last filter phase's (one phase but in a strided Dgrad)
+            phase = (fam.phases - 1) * i if w == "B" else 0
+            want = " ".join(str(x) for x in digest(expected_offsets(fam, w, ex.operands[w], origin, tk, phase)))
             if got != want:
                 raise NotAnalysed("iterator addresses differ from the spec's layout",
                                   f"{w}: on the sample problem {fam.sample} the iterator's offsets (checksums "
@@ -110,11 +114,11 @@ def conv_spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
             "sB": {"memory": "shared", "layout": copies.layouts["B"]},
         },
         "stages": [
-            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": ["bx", "bz"], "thread_map": copies.maps["A"]},
+            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": list(fam.at_a), "thread_map": copies.maps["A"]},
                       "dst": {"tensor": "sA", "thread_map": copies.maps["A"]},
                       "predicate": "vector", "atom": copies.atoms["A"],
                       "name": "cp.async A (IteratorA -> SmemIteratorA)"}},
-            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": ["bz", "by"], "thread_map": copies.maps["B"]},
+            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": list(fam.at_b), "thread_map": copies.maps["B"]},
                       "dst": {"tensor": "sB", "thread_map": copies.maps["B"]},
                       "predicate": "vector", "atom": copies.atoms["B"],
                       "name": "cp.async B (IteratorB -> SmemIteratorB)"}},
