@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +230,19 @@ def written(doc: dict[str, Any], head: str, layouts: dict[str, str], element_b: 
     return Written(head + body, digest, layouts)
 
 
+def ktile_stages(maps: Mapping[str, Any], atoms: Mapping[str, str], a: tuple[list[Any], list[str]],
+                 b: tuple[list[Any], list[str]]) -> list[Any]:
+    """A 2.x mainloop's k-tile as spec stages: A's tile ``a = (extents, at)`` and B's ``b``
+    copied by cp.async with their thread maps into ``sA`` and ``sB``, then a barrier."""
+    stages: list[Any] = []
+    for w, (tile, at) in (("A", a), ("B", b)):
+        stages.append({"copy": {"src": {"tensor": w, "tile": tile, "at": at, "thread_map": maps[w]},
+                                "dst": {"tensor": f"s{w}", "thread_map": maps[w]},
+                                "predicate": "vector", "atom": atoms[w],
+                                "name": f"cp.async {w} (Iterator{w} -> SmemIterator{w})"}})
+    return [*stages, "barrier"]
+
+
 def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
     """The spec of one configuration, or NotAnalysed with the first premise that fails."""
     copies = check_copies(ex)
@@ -265,15 +279,7 @@ def spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
             "sA": {"memory": "shared", "layout": layouts["A"]},
             "sB": {"memory": "shared", "layout": layouts["B"]},
         },
-        "stages": [
-            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": ["bx", "bz"], "thread_map": maps["A"]},
-                      "dst": {"tensor": "sA", "thread_map": maps["A"]},
-                      "predicate": "vector", "atom": atoms["A"], "name": "cp.async A (IteratorA -> SmemIteratorA)"}},
-            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": ["bz", "by"], "thread_map": maps["B"]},
-                      "dst": {"tensor": "sB", "thread_map": maps["B"]},
-                      "predicate": "vector", "atom": atoms["B"], "name": "cp.async B (IteratorB -> SmemIteratorB)"}},
-            "barrier",
-        ],
+        "stages": ktile_stages(maps, atoms, ([tm, tk], ["bx", "bz"]), ([tk, tn], ["bz", "by"])),
         # every CTA of a row (column) of the grid reads the same A (B) k-tile: each element of
         # a global operand is read once per tile of the other operand
         "expect": {"coverage": "replicated"},

@@ -20,7 +20,7 @@ import numpy as np
 from threadmap.sweep.extract import Extracted, Operand
 from threadmap.sweep.extract_conv import Family, NoFamily, digest, family
 from threadmap.sweep.library import Configuration
-from threadmap.sweep.specs import NotAnalysed, Written, check_copies, written
+from threadmap.sweep.specs import NotAnalysed, Written, check_copies, ktile_stages, written
 
 
 def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: int, phase: int = 0) -> np.ndarray:
@@ -113,17 +113,7 @@ def conv_spec_text(cfg: Configuration, ex: Extracted, headers: str) -> Written:
             "sA": {"memory": "shared", "layout": copies.layouts["A"]},
             "sB": {"memory": "shared", "layout": copies.layouts["B"]},
         },
-        "stages": [
-            {"copy": {"src": {"tensor": "A", "tile": [tm, tk], "at": list(fam.at_a), "thread_map": copies.maps["A"]},
-                      "dst": {"tensor": "sA", "thread_map": copies.maps["A"]},
-                      "predicate": "vector", "atom": copies.atoms["A"],
-                      "name": "cp.async A (IteratorA -> SmemIteratorA)"}},
-            {"copy": {"src": {"tensor": "B", "tile": [tk, tn], "at": list(fam.at_b), "thread_map": copies.maps["B"]},
-                      "dst": {"tensor": "sB", "thread_map": copies.maps["B"]},
-                      "predicate": "vector", "atom": copies.atoms["B"],
-                      "name": "cp.async B (IteratorB -> SmemIteratorB)"}},
-            "barrier",
-        ],
+        "stages": ktile_stages(copies.maps, copies.atoms, ([tm, tk], list(fam.at_a)), ([tk, tn], list(fam.at_b))),
         # every CTA of a grid row (column) reads the same A (B) k-tile, and an activation
         # element is read once per filter tap that reaches it
         "expect": {"coverage": "replicated"},
