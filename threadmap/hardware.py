@@ -27,11 +27,17 @@ Global memory (per warp instruction, active lanes only):
 ``.ca`` L1-allocating form, every case of ``tools/gpu/ldgsts`` at 4, 8 and 16 bytes):
 
 * its shared writes are counted per phase as for a store of the same width, but the data
-  arrives per global 128-byte line and one wavefront writes the lanes of one line only: a
-  phase with active lanes needs ``lines + excess`` wavefronts, where ``lines`` is the number
-  of distinct lines its active lanes read and ``excess`` the largest, over those lines, of
-  (the store wavefronts of the line's lanes, or the most lanes reading one global address,
-  whichever is more) minus 1 -- and never fewer than the store wavefronts of the whole phase;
+  arrives from global 128-byte lines, each byte at its own place (``byte % 128``) of a 128-byte
+  path: one wavefront carries, in each 32-byte sector position, that sector of one line only.
+  A phase with active lanes needs ``lines + excess`` wavefronts, where ``lines`` is the largest
+  number of distinct lines whose requested bytes fall in one sector position, and ``excess``
+  the largest of (the store wavefronts of one line's lanes, the most lanes reading one global
+  address, the most distinct line offsets -- 4-byte words of the 128-byte line -- that one
+  shared bank takes words from, over all the phase's lines) minus 1 -- and never fewer than
+  the store wavefronts of the whole phase.  Lines in different sector positions share
+  wavefronts; lines writing the same banks from the same offsets cost nothing more (they are
+  written apart); a bank fed from ``k`` offsets costs ``k - 1`` more once per phase, as a
+  conflict inside a line does;
 * a zero-filling lane (``_ZFILL`` with a false predicate) reads nothing: its write rides in
   the phase's wavefronts when the phase has an active lane, and a phase of zero-filling lanes
   alone costs the store wavefronts of its lanes.
@@ -133,7 +139,8 @@ def ldgsts_wavefronts(lanes: Iterable[tuple[int, int, int | None]], access_bytes
     lane (module docstring); ``lanes`` = (lane in the warp, shared byte address, global byte
     address, or None for a zero-filling lane) of every lane that writes shared memory.
     Law: never fewer wavefronts than :func:`wavefronts` of the same shared writes, and equal
-    to it when every phase's active lanes read one line with no address read twice."""
+    to it when every phase's active lanes read one line with no address read twice and write
+    distinct shared words (a bank's words then come from as many offsets of the line)."""
     per = lanes_per_phase(access_bytes)
     by_phase: dict[int, list[tuple[int, int, int | None]]] = {}
     for lane, s, g in lanes:
@@ -144,15 +151,21 @@ def ldgsts_wavefronts(lanes: Iterable[tuple[int, int, int | None]], access_bytes
 
     total = 0
     for ls in by_phase.values():
-        active = [x for x in ls if x[2] is not None]
+        active = [(lane, s, g) for lane, s, g in ls if g is not None]
         if not active:
             total += store(ls)
             continue
         lines: dict[int, list[tuple[int, int, int | None]]] = {}
-        for x in active:
-            lines.setdefault(int(x[2]) // LINE_BYTES, []).append(x)  # type: ignore[arg-type]
-        excess = max(max(store(line), max(Counter(g for _, _, g in line).values())) - 1 for line in lines.values())
-        total += max(len(lines) + excess, store(ls))
+        at: dict[int, set[int]] = {}       # sector position in a line -> the lines read there
+        offsets: dict[int, set[int]] = {}  # shared bank -> the line offsets (words) it takes words from
+        for lane, s, g in active:
+            lines.setdefault(g // LINE_BYTES, []).append((lane, s, g))
+            for b in range(0, access_bytes, BANK_BYTES):
+                at.setdefault((g + b) % LINE_BYTES // SECTOR_BYTES, set()).add((g + b) // LINE_BYTES)
+                offsets.setdefault(bank(s + b), set()).add((g + b) % LINE_BYTES // BANK_BYTES)
+        excess = max(max(max(store(line), max(Counter(g for _, _, g in line).values())) for line in lines.values()),
+                     max(len(o) for o in offsets.values())) - 1
+        total += max(max(len(x) for x in at.values()) + excess, store(ls))
     return Wavefronts(total, len(by_phase))
 
 

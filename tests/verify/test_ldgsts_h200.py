@@ -60,7 +60,8 @@ lane_table = st.lists(st.tuples(st.integers(0, 255), st.integers(0, 63), st.bool
 def test_never_fewer_than_the_store_and_equal_on_one_line(table: list[tuple[int, int, bool]], size: int,
                                                          zfill: bool) -> None:
     """The law of ``ldgsts_wavefronts``: at least the store's wavefronts; equal when each
-    phase's active lanes read distinct addresses of one line."""
+    phase's active lanes read distinct addresses of one line and write distinct shared words
+    (a bank's words then come from as many offsets of the line as it has words)."""
     lanes = [(t, s * size, g * size if on else None) for t, (s, g, on) in enumerate(table) if on or zfill]
     if not lanes:
         return
@@ -68,6 +69,34 @@ def test_never_fewer_than_the_store_and_equal_on_one_line(table: list[tuple[int,
     assert hw.ldgsts_wavefronts(lanes, size).wavefronts >= store
     per = hw.lanes_per_phase(size)
     one_line = [(t, s, (t // per) * 4096 + (t % per) * size) for t, s, _ in lanes]
-    if all(g is not None for _, _, g in lanes) and size * per <= hw.LINE_BYTES:
+    writes = [[s for t, s, _ in one_line if t // per == p] for p in range(hw.phases(size))]
+    distinct = all(len(set(w)) == len(w) for w in writes)
+    if all(g is not None for _, _, g in lanes) and size * per <= hw.LINE_BYTES and distinct:
         assert hw.ldgsts_wavefronts(one_line, size).wavefronts == hw.wavefronts(
             ((t, s) for t, s, _ in one_line), size, size).wavefronts
+
+
+@given(st.lists(st.tuples(st.integers(0, 31), st.integers(0, 7)), min_size=1, max_size=32))
+def test_a_bank_fed_from_k_offsets_of_the_lines_costs_k_minus_1_once(table: list[tuple[int, int]]) -> None:
+    """The offset term alone: 4-byte lanes, each reading its own line at word offset ``o`` of
+    the line's first sector and writing bank ``b`` of its own shared row (no conflict inside a
+    line, every row apart): ``lines + (the most distinct offsets one bank takes words from) - 1``.
+    Lines on the same banks from the same offsets cost nothing more (``ca4_g8_across_lines``);
+    from other offsets they do (the ``align2`` kernels' lanes, ``ldgsts_h200_vector.json``)."""
+    lanes = [(t, 128 * t + 4 * b, 4096 * t + 4 * o) for t, (b, o) in enumerate(table)]
+    fed: dict[int, set[int]] = {}
+    for b, o in table:
+        fed.setdefault(b, set()).add(o)
+    assert hw.ldgsts_wavefronts(lanes, 4).wavefronts == len(table) + max(len(f) for f in fed.values()) - 1
+
+
+@given(st.lists(st.integers(0, 7), min_size=32, max_size=32))
+def test_lines_in_different_sector_positions_share_wavefronts(line_of: list[int]) -> None:
+    """The lines term: lane ``t`` reads word ``t`` of line ``line_of[t]`` (so the lanes of sector
+    position ``q`` are ``8q .. 8q+7``) and writes shared word ``t`` (no conflict, each bank fed
+    from one offset): as many wavefronts as the most distinct lines in one sector position --
+    the 64x64 ``align2`` kernel at K = 288 and the SIMT kernel at K = 48, whose rows are 1.5 or
+    4.5 lines apart, as the H200 counted them (``docs/sweep.md``)."""
+    lanes = [(t, 4 * t, 4096 * line_of[t] + 4 * t) for t in range(32)]
+    want = max(len(set(line_of[8 * q:8 * q + 8])) for q in range(4))
+    assert hw.ldgsts_wavefronts(lanes, 4).wavefronts == want

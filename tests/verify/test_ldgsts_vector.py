@@ -1,7 +1,8 @@
 """The probe cases of the 4-byte cp.async streams (tools/gpu/ldgsts/cases.py ``vector_run``): their
 lane tables are the sweep kernels' own (threadmap's model of the specs in
 tools/gpu/sweep_confirm/manifest.json), and, once the H200 has run them
-(docs/hardware/ldgsts_h200_vector.json), the probe issued what each case means."""
+(docs/hardware/ldgsts_h200_vector.json), the probe issued what each case means and
+``hardware.ldgsts_wavefronts`` is what it counted, case by case."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+
+from threadmap import hardware as hw
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "tools" / "gpu" / "ldgsts"
@@ -58,3 +62,18 @@ def test_the_probe_issued_what_each_case_means() -> None:
     measured = json.loads(DATA.read_text())["cases"]
     assert [c["name"] for c in measured] == [c.name for c in probe_cases.vector_run()]
     assert all(c["instructions"] == vector_fit.expected_instructions(c) for c in measured)
+
+
+VECTOR: list[dict[str, Any]] = json.loads(DATA.read_text())["cases"] if DATA.exists() else []
+
+
+@pytest.mark.parametrize("case", VECTOR, ids=[str(c["name"]) for c in VECTOR])
+def test_the_rule_is_what_the_h200_counts_for_every_vector_case(case: dict[str, Any]) -> None:
+    """``hardware.ldgsts_wavefronts`` per instruction, nothing carried between instructions,
+    warps or CTAs: the H200's total for the case (every iteration's instructions, every warp)."""
+    per_warp = 0
+    for it in range(case["iters"]):
+        for g0, s in vector_fit.instructions(case):
+            g = [x + it * case.get("step", 0) for x in g0]
+            per_warp += hw.ldgsts_wavefronts([(t, s[t], g[t]) for t in range(hw.WARP_SIZE)], case["bytes"]).wavefronts
+    assert case["wavefronts"] == per_warp * case["warps"] * case["grid"]

@@ -6,10 +6,14 @@ hypothesis predicts, and the hypotheses that predict every case exactly.
 
 Hypotheses (a warp's instructions in issue order, every lane on):
 
-* ``rule``: :func:`threadmap.hardware.ldgsts_wavefronts` per instruction, nothing carried over;
+* ``rule``: :func:`threadmap.hardware.ldgsts_wavefronts` per instruction, nothing carried over
+  (lines + excess, the excess counting the distinct line offsets one shared bank takes words
+  from: fits every case);
+* ``lines_only``: the rule before that term (excess from each line's own store wavefronts and
+  repeated addresses only), nothing carried over: 4 where the H200 counts 7;
 * ``reread+store`` / ``reread+4`` / ``reread+lines``: an instruction that reads new bytes of a
   line an earlier instruction of the same warp requested since the last wait (its fill possibly
-  still pending) costs the rule plus the store wavefronts of its shared writes / plus 4 / plus the
+  still pending) costs ``lines_only`` plus the store wavefronts of its shared writes / plus 4 / plus the
   number of such lines;
 * ``reread_any+store``: the same, also when it re-reads bytes already requested;
 * ``hit+store``: the same whether or not a wait came between (pending or filled: an L1 hit);
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +55,7 @@ def _store(s: list[int], size: int) -> int:
 def stateful(extra: Callable[[list[int], list[int], int, set[int]], int], unit: int = hw.LINE_BYTES,
              new_bytes_only: bool = True, reset_on_wait: bool = True) -> Callable[[dict[str, Any]], float]:
     """A hypothesis: an instruction re-reading a ``unit`` (line or sector) an earlier one of the
-    warp requested costs ``extra(g, s, size, reread_units)`` more than the rule."""
+    warp requested costs ``extra(g, s, size, reread_units)`` more than ``lines_only``."""
 
     def predict(c: dict[str, Any]) -> float:
         size, total, n = c["bytes"], 0, 0
@@ -64,7 +69,7 @@ def stateful(extra: Callable[[list[int], list[int], int, set[int]], int], unit: 
                 again = units & seen_units
                 if new_bytes_only and mine <= seen_bytes:
                     again = set()
-                total += _rule(g, s, size) + (extra(g, s, size, again) if again else 0)
+                total += _lines_only(g, s, size) + (extra(g, s, size, again) if again else 0)
                 n += 1
                 seen_units |= units
                 seen_bytes |= mine
@@ -75,8 +80,39 @@ def stateful(extra: Callable[[list[int], list[int], int, set[int]], int], unit: 
     return predict
 
 
+def _lines_only(g: list[int], s: list[int], size: int) -> int:
+    """The rule without its line-offset term: per phase ``lines + (the most store wavefronts
+    of one line's lanes, or lanes reading one address) - 1``, at least the phase's store."""
+    per, total = hw.lanes_per_phase(size), 0
+    for p in range(hw.WARP_SIZE // per):
+        ts = range(p * per, (p + 1) * per)
+        lines: dict[int, list[int]] = {}
+        for t in ts:
+            lines.setdefault(g[t] // hw.LINE_BYTES, []).append(t)
+        excess = max(max(_store_of(s, line, size), max(Counter(g[t] for t in line).values()))
+                     for line in lines.values())
+        total += max(len(lines) + excess - 1, _store_of(s, list(ts), size))
+    return total
+
+
+def _store_of(s: list[int], ts: list[int], size: int) -> int:
+    return hw.wavefronts(((t, s[t]) for t in ts), size, size).wavefronts
+
+
+def per_instruction(rule: Callable[[list[int], list[int], int], int]) -> Callable[[dict[str, Any]], float]:
+    """A stateless hypothesis: ``rule(global, shared, size)`` per instruction, averaged."""
+
+    def predict(c: dict[str, Any]) -> float:
+        tot = [rule([x + it * c.get("step", 0) for x in g], s, c["bytes"])
+               for it in range(c["iters"]) for g, s in instructions(c)]
+        return sum(tot) / len(tot)
+
+    return predict
+
+
 HYPOTHESES: dict[str, Callable[[dict[str, Any]], float]] = {
-    "rule": stateful(lambda g, s, size, again: 0),
+    "rule": per_instruction(_rule),
+    "lines_only": per_instruction(_lines_only),
     "reread+store": stateful(lambda g, s, size, again: _store(s, size)),
     "reread+4": stateful(lambda g, s, size, again: 4),
     "reread+lines": stateful(lambda g, s, size, again: len(again)),
@@ -125,8 +161,9 @@ def main(path: str) -> int:
         print(f"{h}: {'fits every case' if not ms else f'{len(ms)} cases off: ' + ', '.join(ms)}")
     by = {c["name"]: measured(c) for c in cases}
     for key in ("k128A", "k64A", "k64B"):
-        one = [by.get(f"vec_{key}_j0_single")] + [by.get(f"vec_{key}_p{k}") for k in (2, 3, 4)]
-        if all(x is not None for x in one):
+        got = [by.get(f"vec_{key}_j0_single")] + [by.get(f"vec_{key}_p{k}") for k in (2, 3, 4)]
+        one = [x for x in got if x is not None]
+        if len(one) == len(got):
             tot = [x * (k + 1) for k, x in enumerate(one)]  # per iteration: k pieces' total
             print(f"{key}: piece j costs", [round(tot[0], 3)] + [round(b - a, 3) for a, b in zip(tot, tot[1:])])
     for c in cases:  # other warps and CTAs: against the one-warp case of the same stream
