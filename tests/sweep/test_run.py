@@ -16,7 +16,7 @@ from tests.sweep.conftest import KERNELS
 from threadmap.cli import main
 from threadmap.sweep.extract import Extracted
 from threadmap.sweep.run import Options, sweep
-from threadmap.sweep.store import Store
+from threadmap.sweep.store import VERIFIER_VERSION, Store
 
 
 class Killed(Exception):
@@ -105,6 +105,31 @@ def test_a_row_lost_from_the_store_is_done_again_alone(tmp_path: Path, extracted
     again = sweep(Options(kernels=KERNELS, db=db))
     assert again.reused == 5 and counted["extracted"] - n0["extracted"] == 1
     assert rows(db) == full
+
+
+def test_an_older_verifiers_rows_are_verified_again_from_their_stored_specs(
+        tmp_path: Path, extracted: dict[str, Extracted], counted: dict[str, int]) -> None:
+    """Rows another verifier version wrote (here: marked so, their warnings planted) are not
+    extracted again: their stored spec text is verified again, once per distinct spec, and
+    the rows end as a fresh sweep writes them."""
+    db = tmp_path / "s.db"
+    sweep(Options(kernels=KERNELS, db=db))
+    full = rows(db)
+    con = sqlite3.connect(str(db))
+    with con:
+        con.execute("UPDATE results SET verifier = '1', warnings = '[{\"planted\": 1}]' WHERE spec != ''")
+        old = con.execute("SELECT COUNT(*), COUNT(DISTINCT spec_hash) FROM results WHERE spec != ''").fetchone()
+    con.close()
+    assert old[0] >= 2
+    n0 = dict(counted)
+    again = sweep(Options(kernels=KERNELS, db=db))
+    assert counted["extracted"] == n0["extracted"]                  # nothing extracted again
+    assert counted["verified"] - n0["verified"] == old[1]           # each stored spec once
+    assert again.reverified == old[0] and again.reused == len(full)
+    assert rows(db) == full
+    con = sqlite3.connect(str(db))
+    assert {v for (v,) in con.execute("SELECT verifier FROM results")} == {VERIFIER_VERSION}
+    con.close()
 
 
 def test_the_command_reports_counts_and_json(tmp_path: Path, extracted: dict[str, Extracted]) -> None:

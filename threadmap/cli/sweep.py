@@ -62,8 +62,9 @@ def draw(report: SweepReport, con: Any) -> None:
               f"{sum(k.kernels for k in report.kinds)} kernels; {analysed} analysed "
               f"({sum(k.kernels_analysed for k in report.kinds)} kernels), "
               f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from "
-              f"{path_text(report.db)}, "
-              f"{report.extracted} extracted, {report.verified} specs verified "
+              f"{path_text(report.db)}"
+              + (f" ({report.reverified} of them verified again: an older verifier's)" if report.reverified else "")
+              + f", {report.extracted} extracted, {report.verified} specs verified "
               f"({report.shared_verifications} shared); {report.seconds:.1f} s", markup=False)
 
 

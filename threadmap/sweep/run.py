@@ -33,7 +33,7 @@ from threadmap.sweep.library import (
     group,
 )
 from threadmap.sweep.library_sm90 import SM90_FAMILIES, SM90_TMA_SCHEDULES
-from threadmap.sweep.store import Result, Store
+from threadmap.sweep.store import VERIFIER_VERSION, Result, Store
 from threadmap.sweep.workers import check_address, open_workers
 
 #: element types of the generator that have a spec name: the generator's name -> the spec's
@@ -111,6 +111,7 @@ class SweepReport:
     not_in_slice: dict[str, int]         # "kind family" -> configurations
     configurations: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0                      # configurations read back from the store
+    reverified: int = 0                  # ... whose stored spec an older verifier judged: verified again
     extracted: int = 0                   # configurations extracted in this run
     verified: int = 0                    # specs verified in this run
     shared_verifications: int = 0        # configurations whose equal spec was verified already
@@ -315,11 +316,20 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
         done = store.done()
         results: dict[str, Result] = {}
         pending: list[tuple[Configuration, str]] = []
+        stored_specs: list[tuple[Configuration, str, Any]] = []
         for c in todo_cfgs:
             d = c.digest(headers)
-            if d in done:
-                results[d] = done[d]
+            row = done.get(d)
+            if row is not None and (row.verifier == VERIFIER_VERSION or not row.spec):
+                results[d] = row
                 report.reused += 1
+                continue
+            if row is not None:  # another verifier judged its stored spec: only the verification again
+                from threadmap.sweep.specs import Written
+
+                stored_specs.append((c, d, Written(row.spec, row.spec_hash, {})))
+                report.reused += 1
+                report.reverified += 1
                 continue
             pre = prefilter(c, d)
             if pre is not None and not opts.count_only:
@@ -328,10 +338,10 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
                 continue
             pending.append((c, d))
         if opts.count_only:
-            pending = []
+            pending, stored_specs = [], []
         if pending:
             toolchain.require()  # nvcc and the headers, or a clear error before any work
-        _run_pending(opts, pending, headers, store, results, report, progress)
+        _run_pending(opts, pending, headers, store, results, report, progress, stored_specs)
     # the kernels of this run (a stored row may come from a run with another filter)
     for c in todo_cfgs:
         r = results.get(c.digest(headers))
@@ -345,9 +355,11 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
 
 
 def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], headers: str, store: Store,
-                 results: dict[str, Result], report: SweepReport, progress: Progress | None) -> None:
-    """Extract and verify the configurations not in the store, writing each result at once."""
-    total = len(pending)
+                 results: dict[str, Result], report: SweepReport, progress: Progress | None,
+                 stored_specs: Sequence[tuple[Configuration, str, Any]] = ()) -> None:
+    """Extract and verify the configurations not in the store, and verify the stored specs
+    ``(configuration, digest, Written)`` again, writing each result at once."""
+    total = len(pending) + len(stored_specs)
     finished = 0
 
     def tick(what: str) -> None:
@@ -355,9 +367,9 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
             progress(what, finished, total)
 
     tick("extracting")
-    if not pending:
+    if not total:
         return
-    by_digest = {d: c for c, d in pending}
+    by_digest = {d: c for c, d in pending} | {d: c for c, d, _ in stored_specs}
     workers = open_workers(opts.jobs, opts.dask)
     verified_by_hash: dict[str, Result] = {}
     waiting: dict[str, list[tuple[str, Any]]] = {}   # spec hash -> configurations that wait for it
@@ -376,6 +388,19 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
 
     batches = list(_chunks(pending, max(1, opts.batch)))
 
+    def verify(digest: str, written: Any) -> None:
+        # an equal spec verified already (here or in the store) or on its way is not verified again
+        h = written.content_hash
+        src = verified_by_hash.get(h) or store.by_spec(h)
+        if src is not None:
+            report.shared_verifications += 1
+            record(from_verified(digest, written, src))
+        elif h in waiting:
+            waiting[h].append((digest, written))
+        else:
+            waiting[h] = [(digest, written)]
+            futures[workers.submit(verify_text, written.text, by_digest[digest].kernels[0])] = ("verify", h)
+
     def next_batch() -> None:
         # at most one batch per worker in flight: verifications then run as batches finish
         # (a killed sweep keeps them), instead of queueing behind every extraction
@@ -385,6 +410,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                 ("extract", len(batch))
 
     try:
+        for _, d, written in stored_specs:
+            verify(d, written)
         for _ in range(workers.slots):
             next_batch()
         while futures:
@@ -397,18 +424,7 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                         if isinstance(item, Result):
                             record(item)
                             continue
-                        digest, written = item
-                        h = written.content_hash
-                        src = verified_by_hash.get(h) or store.by_spec(h)
-                        if src is not None:
-                            report.shared_verifications += 1
-                            record(from_verified(digest, written, src))
-                        elif h in waiting:
-                            waiting[h].append((digest, written))
-                        else:
-                            waiting[h] = [(digest, written)]
-                            name = by_digest[digest].kernels[0]
-                            futures[workers.submit(verify_text, written.text, name)] = ("verify", h)
+                        verify(*item)
                     tick("verifying")
                 else:
                     status, findings, warnings, costs, secs, err = fut.result()

@@ -4,7 +4,9 @@ A row is written in its own transaction as soon as its configuration is done (an
 found not analysable), so a sweep killed at any point keeps every finished configuration and
 a rerun does only the others.  Rows are keyed by :meth:`Configuration.digest` (the
 configuration and the CUTLASS headers' version) and the extractor's version: a new extractor
-does its configurations again instead of trusting older rows.
+does its configurations again instead of trusting older rows.  Each row also names the
+verifier whose verdict it holds: a row of another verifier whose spec is stored is verified
+again from that spec alone.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from typing import Any, Literal
 
 from threadmap.sweep.library import SweepError
 
-#: bumped whenever what a row holds would change for the same configuration
+#: bumped whenever what a row holds would change for the same configuration's extraction (its
+#: spec text); a family whose extraction alone changed gets a revision in its digest instead
+#: (``library.extraction_revision``)
 EXTRACTOR_VERSION = "4"
+#: bumped whenever threadmap's verdict on the same spec text would change (2: the L1-allocating
+#: cp.async's shared wavefronts as measured on the H200): a row of another verifier whose spec
+#: is stored is verified again from that spec, without extracting it again
+VERIFIER_VERSION = "2"
 
 Status = Literal["pass", "fail", "not_analysed"]
 
@@ -42,6 +50,7 @@ CREATE TABLE IF NOT EXISTS results (
   seconds REAL NOT NULL DEFAULT 0,
   written REAL NOT NULL,
   costs TEXT NOT NULL DEFAULT '[]',
+  verifier TEXT NOT NULL DEFAULT '1',
   PRIMARY KEY (digest, extractor)
 );
 CREATE INDEX IF NOT EXISTS results_spec ON results (spec_hash);
@@ -68,6 +77,7 @@ class Result:
     #: the counts of the cost checks (sectors, wavefronts and their ideal) per stage side at
     #: whole tiles, passing or not: what the report plots across the library
     costs: list[dict[str, Any]] = field(default_factory=list)
+    verifier: str = VERIFIER_VERSION  # the verifier whose verdict this is
 
 
 class Store:
@@ -82,8 +92,12 @@ class Store:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
             # a file from before the costs column (its rows are an older extractor's: redone)
-            if "costs" not in {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}
+            if "costs" not in columns:
                 self.conn.execute("ALTER TABLE results ADD COLUMN costs TEXT NOT NULL DEFAULT '[]'")
+            # a file from before the verifier column: its rows are the first verifier's
+            if "verifier" not in columns:
+                self.conn.execute("ALTER TABLE results ADD COLUMN verifier TEXT NOT NULL DEFAULT '1'")
         except (OSError, sqlite3.Error) as e:
             raise SweepError(f"--db {path}: cannot open the results database: {e}") from None
 
@@ -118,8 +132,9 @@ class Store:
         """A verified configuration whose spec has this content (its findings hold for an
         equal spec)."""
         with self._guard("read"):
-            r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND status IN "
-                                  "('pass', 'fail') LIMIT 1", (spec_hash, EXTRACTOR_VERSION)).fetchone()
+            r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND verifier = ? "
+                                  "AND status IN ('pass', 'fail') LIMIT 1",
+                                  (spec_hash, EXTRACTOR_VERSION, VERIFIER_VERSION)).fetchone()
         return None if r is None else self.done_one(r[0])
 
     def done_one(self, digest: str) -> Result | None:
@@ -130,10 +145,10 @@ class Store:
 
     def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
         rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, warnings, spec, "
-                                 f"spec_hash, kernels, seconds, costs FROM results {where}", args)
+                                 f"spec_hash, kernels, seconds, costs, verifier FROM results {where}", args)
         for r in rows:
             yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]), r[8], r[9],
-                         json.loads(r[10]), float(r[11]), json.loads(r[12]))
+                         json.loads(r[10]), float(r[11]), json.loads(r[12]), r[13])
 
     def put(self, result: Result) -> None:
         """Write one result in its own transaction (a later write of the same digest replaces it)."""
@@ -146,11 +161,11 @@ class Store:
         try:
             self.conn.execute(
                 "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
-                "warnings, spec, spec_hash, kernels, seconds, written, costs) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "warnings, spec, spec_hash, kernels, seconds, written, costs, verifier) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
                  json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
-                 json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"])))
+                 json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"]), d["verifier"]))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
