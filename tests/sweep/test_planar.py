@@ -13,7 +13,8 @@ import yaml
 
 import threadmap.api as api
 from threadmap.spec.load import loads_spec
-from threadmap.sweep.extract import Extracted, Operand, extract
+from threadmap.sweep.extract import Extracted, extract
+from threadmap.sweep.extracted import Operand
 from threadmap.sweep.library import Configuration, generate, group
 from threadmap.sweep.run import in_slice, verify_text
 from threadmap.sweep.specs import NotAnalysed

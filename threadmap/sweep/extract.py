@@ -26,18 +26,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
 
 from threadmap.gpu import toolchain
 from threadmap.sweep.batch import BatchProgram, run_batch
-from threadmap.sweep.library import CONV_KINDS, PLANAR_FAMILIES, SPARSE_FAMILY, Configuration
-
-#: the generator's short names of interleaved GEMM layouts (:mod:`threadmap.sweep.interleaved`:
-#: their calls print more)
-INTERLEAVED_GEMM = ("n32", "n64", "t32", "t64")
+from threadmap.sweep.extracted import Extracted, parse_operand, printed_ints
+from threadmap.sweep.library import CONV_KINDS, INTERLEAVED_GEMM, PLANAR_FAMILIES, SPARSE_FAMILY, Configuration
 
 #: a batch's program prints ``ID<TAB>FIELD<TAB>VALUE`` lines
 _LINE = re.compile(r"^(c\d+)\t([A-Za-z0-9_.]+)\t(.*)$")
@@ -249,95 +242,6 @@ def program(configs: Sequence[Configuration]) -> str:
     return "\n".join(parts)
 
 
-@dataclass
-class MapOffsets:
-    """A C++ thread map's access sequence: every thread's first access (contiguous,
-    strided), the iteration counts and steps, the elements per access."""
-
-    initial: np.ndarray       # (threads, 2)
-    iterations: tuple[int, int]
-    delta: tuple[int, int]
-    epa: int
-
-    def starts(self) -> np.ndarray:
-        """Every access's first element, (threads, accesses, 2), iterator order (contiguous
-        fastest): what ``PitchLinearThreadMap.access_offsets`` computes in Python."""
-        ic, is_ = self.iterations
-        c = np.arange(ic) * self.delta[0]
-        s = np.arange(is_) * self.delta[1]
-        cc = self.initial[:, 0][:, None, None] + c[None, None, :]
-        ss = self.initial[:, 1][:, None, None] + s[None, :, None]
-        cc, ss = np.broadcast_arrays(cc, ss)
-        return np.stack([cc, ss], axis=-1).reshape(self.initial.shape[0], -1, 2)
-
-
-@dataclass
-class Operand:
-    """One operand's global to shared copy as the C++ objects describe it."""
-
-    element: str           # spec element name, or "?<C++ type>"
-    bits: int
-    layout: str            # the global iterator's layout type
-    tile: tuple[int, int]  # (rows, columns) of one stage
-    access: int            # elements per cp.async
-    accesses_per_vector: int
-    cache_op: int          # CacheOperation::Kind: 0 Always, 1 Global
-    threads: int
-    map: dict[str, Any] | None   # threadmap_spec.h's thread_map entry; None: no spelling
-    map_type: str                # the C++ type when there is no spelling
-    gmap: MapOffsets
-    smap: MapOffsets
-    smem_layout: str
-    table: np.ndarray            # (rows, columns) element offsets of the shared layout
-
-
-@dataclass
-class Extracted:
-    """A configuration's mainloop, or why it could not be read."""
-
-    mainloop: str = ""
-    shape: tuple[int, int, int] = (0, 0, 0)
-    stages: int = 0
-    operands: dict[str, Operand] = field(default_factory=dict)
-    error: str = ""
-    error_kind: str = ""      # the class of the error (what a summary counts)
-    #: other printed fields by name (a convolution's ``oracle.A0`` ... checksums)
-    oracle: dict[str, str] = field(default_factory=dict)
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split()]
-
-
-def _map_offsets(fields: dict[str, str], key: str) -> MapOffsets:
-    init = np.asarray(_ints(fields[f"{key}.initial"]), dtype=np.int64).reshape(-1, 2)
-    it = _ints(fields[f"{key}.iterations"])
-    d = _ints(fields[f"{key}.delta"])
-    return MapOffsets(init, (it[0], it[1]), (d[0], d[1]), int(fields[f"{key}.epa"]))
-
-
-def _operand(fields: dict[str, str], w: str) -> Operand:
-    import yaml
-
-    f = {k[2:]: v for k, v in fields.items() if k.startswith(f"{w}.")}
-    rows, cols = _ints(f["tile"])
-    m = f["map"]
-    tm: dict[str, Any] | None = None
-    if not m.startswith("?"):
-        tm = dict(yaml.safe_load(m)["thread_map"])
-    table = np.asarray(_ints(f["table"]), dtype=np.int64).reshape(rows, cols)
-    return Operand(f["element"], int(f["bits"]), f["layout"], (rows, cols), int(f["access"]),
-                   int(f["accesses_per_vector"]), int(f["cache_op"]), int(f["threads"]), tm,
-                   m[1:] if tm is None else "", _map_offsets(f, "gmap"), _map_offsets(f, "smap"),
-                   f["smem_layout"], table)
-
-
-def parse_operand(fields: dict[str, str], which: str) -> Operand:
-    """One operand's printed fields (``which``: its letter, the fields' prefix) as an
-    :class:`Operand`."""
-    return _operand(fields, which)
-
-
 def split_output(output: str, n: int) -> list[dict[str, str]]:
     """The program's ``ID<TAB>FIELD<TAB>VALUE`` lines as fields per configuration (in order)."""
     by: dict[str, dict[str, str]] = {f"c{i}": {} for i in range(n)}
@@ -361,8 +265,8 @@ def parse_fields(f: dict[str, str]) -> Extracted:
         return Extracted(mainloop=f["mainloop"][1:], error_kind="mainloop is not MmaMultistage",
                          error=f"the mainloop is not a cp.async MmaMultistage: {f['mainloop'][1:200]}")
     try:
-        return Extracted("multistage", tuple(_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
-                         {w: _operand(f, w) for w in ("A", "B")},
+        return Extracted("multistage", tuple(printed_ints(f["shape"])), int(f["stages"]),  # type: ignore[arg-type]
+                         {w: parse_operand(f, w) for w in ("A", "B")},
                          oracle={k: v for k, v in f.items() if k.startswith("oracle.")})
     except (KeyError, ValueError, IndexError) as e:
         return Extracted(error=f"the extraction program's output is incomplete ({type(e).__name__}: {e})",

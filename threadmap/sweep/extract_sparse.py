@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadmap.sweep.extract import Extracted, parse_operand
+from threadmap.sweep.extracted import Extracted, parse_operand
 from threadmap.sweep.library import Configuration
 
 #: C++ appended to the extraction prelude in a batch with sparse configurations

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.sweep.extract import INTERLEAVED_GEMM, Extracted, MapOffsets, Operand
 from threadmap.sweep.extract_conv import INTERLEAVED_CONV, Family, NoFamily, digest, interleaved_family
-from threadmap.sweep.library import Configuration
+from threadmap.sweep.extracted import Extracted, MapOffsets, Operand
+from threadmap.sweep.library import INTERLEAVED_GEMM, Configuration
 from threadmap.sweep.specs import (
     Copies,
     NotAnalysed,

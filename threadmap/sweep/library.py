@@ -35,6 +35,8 @@ DEFAULT_MMA_FAMILIES = ("universal", "grouped")
 #: the planar-complex GEMM families (``MmaPlanarComplexMultistage``: the real and the imaginary
 #: parts of each operand copied side by side; :mod:`threadmap.sweep.extract_planar`)
 PLANAR_FAMILIES = ("planar_complex", "planar_complex_array")
+#: the generator's short names of interleaved GEMM layouts (:mod:`threadmap.sweep.interleaved`)
+INTERLEAVED_GEMM = ("n32", "n64", "t32", "t64")
 #: the sparse GEMMs' family (``SparseMmaMultistage``: compressed A, B and the metadata E)
 SPARSE_FAMILY = "sparse"
 

@@ -34,7 +34,7 @@ import yaml
 
 from threadmap.cutlass import THREAD_MAPS
 from threadmap.errors import ThreadmapError
-from threadmap.sweep.extract import Extracted, Operand
+from threadmap.sweep.extracted import Extracted, Operand
 from threadmap.sweep.fit import fit_layout
 from threadmap.sweep.library import Configuration
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.sweep.extract import Extracted, Operand
 from threadmap.sweep.extract_conv import Family, NoFamily, digest, family
+from threadmap.sweep.extracted import Extracted, Operand
 from threadmap.sweep.library import Configuration
 from threadmap.sweep.specs import NotAnalysed, Written, check_copies, ktile_stages, written
 

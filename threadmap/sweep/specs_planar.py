@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from threadmap.sweep.extract import Extracted
+from threadmap.sweep.extracted import Extracted
 from threadmap.sweep.library import Configuration
 from threadmap.sweep.specs import NotAnalysed, Written, spec_text, written
 

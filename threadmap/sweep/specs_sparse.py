@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from threadmap.sweep.extract import Extracted, Operand
+from threadmap.sweep.extracted import Extracted, Operand
 from threadmap.sweep.library import Configuration
 from threadmap.sweep.specs import (
     MAX_EXTENT,
