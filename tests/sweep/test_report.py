@@ -260,3 +260,61 @@ def test_an_explorer_link_round_trips_any_text() -> None:
         link = explorer_link("http://h/#old", text)
         assert link.startswith("http://h/#spec=") and spec_of_fragment(link) == text
         assert "=" not in link.split("#spec=")[1]
+
+
+def test_a_spec_of_two_documents_is_written_and_linked_one_document_each(tmp_path: Path) -> None:
+    """A configuration whose stored spec has two documents (a sparse GEMM whose E only some
+    warps copy): each finding names the document it came from, ``-o`` writes one file per
+    document that ``threadmap verify`` reads, and the report's spec and Explorer link are the
+    document with the check (a stream of two YAML documents is no spec the loader or the
+    Explorer's server accepts).  Two small specs of the repository stand for the documents;
+    nothing is compiled."""
+    from threadmap.gpu.toolchain import cutlass_include, cutlass_version
+    from threadmap.spec.load import load_spec, loads_spec
+    from threadmap.sweep.run import verify_text
+    from threadmap.sweep.specs_sparse import DOCUMENT_SEPARATOR
+
+    inc = cutlass_include()
+    if inc is None:
+        pytest.skip("the CUTLASS headers (nvidia-cutlass) are not installed")
+    root = Path(__file__).resolve().parents[2] / "specs" / "cute_transpose"
+    docs = [(root / n).read_text() for n in ("row_smem.yaml", "col_smem.yaml")]
+    two = docs[0].rstrip("\n") + DOCUMENT_SEPARATOR + docs[1]
+    # the oracle: each document verified alone
+    alone = [verify_text(d, "doc") for d in docs]
+    status, findings, warnings, costs, _, err = verify_text(two, "doc")
+    assert err == "" and status == "fail"
+    assert [(f["check"], f["stage"], f["document"]) for f in findings] == [
+        (f["check"], f["stage"], i) for i, a in enumerate(alone) for f in a[1]]
+    only_second = sorted({f["check"] for f in alone[1][1]} - {f["check"] for f in alone[0][1]})
+    assert only_second  # a check only the second document fails: its spec is that document
+
+    headers = cutlass_version(inc)
+    configs = [c for c in group(generate(("80",), KERNELS)) if in_slice(c)]
+    db = tmp_path / "two.db"
+    with Store(db) as store:
+        for i, c in enumerate(configs):
+            store.put(Result(c.digest(headers), c.key, c.label, status if i == 0 else "pass",
+                             findings=findings if i == 0 else [], warnings=warnings if i == 0 else [],
+                             spec=two if i == 0 else "", spec_hash=c.digest(headers), kernels=list(c.kernels),
+                             costs=costs if i == 0 else []))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["sweep", "--kernels", KERNELS, "--db", str(db), "--jobs", "1",
+                                  "--format", "json", "-o", str(out)])
+    assert r.exit_code == 1, r.output
+    kernel = configs[0].kernels[0]
+    names = [spec_file_name(kernel, i) for i in range(2)]
+    assert sorted(p.name for p in out.glob("*.yaml")) == sorted(names)
+    for name, doc in zip(names, docs, strict=True):
+        assert (out / name).read_text() == doc
+        load_spec(out / name)  # a spec threadmap verify reads
+    data = json.loads(r.stdout)
+    by_check = {f["check"]: f for f in data["findings"]}
+    for check in only_second:
+        assert by_check[check]["specs"] == [names[1]]
+    for g in data["report"]["groups"]:
+        doc = next(f["document"] for f in findings if f["check"] == g["check"])
+        assert g["spec"] == names[doc]
+        text = spec_of_fragment(g["explorer"])
+        assert text == docs[doc]
+        loads_spec(text, "yaml", "linked")

@@ -23,7 +23,7 @@ from html import escape
 from typing import Any
 
 from threadmap.sweep.library import SweepError
-from threadmap.sweep.run import SweepReport, spec_file_name
+from threadmap.sweep.run import SweepReport, spec_documents, spec_file_name
 
 #: where ``threadmap serve`` answers by default (the Explorer links' base)
 DEFAULT_EXPLORER = "http://127.0.0.1:8000/"
@@ -154,11 +154,14 @@ def groups(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLORE
                 g = out.setdefault((what, check, c["label"]), Group(what, check, c["label"]))
                 mine = [e for e in entries if e["check"] == check]
                 if not g.spec:
-                    name = spec_file_name(c["kernels"][0])
+                    # of a configuration of several spec documents, the one this check reported
+                    doc = int(mine[0].get("document", 0))
+                    name = spec_file_name(c["kernels"][0], doc)
                     g.spec = name if c["status"] == "fail" else f"warnings/{name}"
                     g.message = str(mine[0].get("message", ""))
-                    text = spec_of(c["digest"])
-                    g.explorer = explorer_link(explorer, text) if text else ""
+                    docs = spec_documents(spec_of(c["digest"]))
+                    text = docs[doc] if doc < len(docs) else ""
+                    g.explorer = explorer_link(explorer, text) if text.strip() else ""
                 g.configurations += 1
                 g.kernels += len(c["kernels"])
                 g.kernel_names.extend(c["kernels"])

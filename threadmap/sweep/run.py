@@ -244,10 +244,12 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[d
     from threadmap.sweep.specs_sparse import DOCUMENT_SEPARATOR
 
     if DOCUMENT_SEPARATOR in text:  # a configuration with several specs (a sparse GEMM's E): each verified
-        parts = [verify_text(doc, name) for doc in text.split(DOCUMENT_SEPARATOR)]
+        parts = [verify_text(doc, name) for doc in spec_documents(text)]
         err = next((p[5] for p in parts if p[5]), "")
         status = "not_analysed" if err else "fail" if any(p[0] == "fail" for p in parts) else "pass"
-        return (status, [f for p in parts for f in p[1]], [w for p in parts for w in p[2]],
+        # each finding and warning names its document: the spec file and link that reproduce it
+        return (status, [{**f, "document": i} for i, p in enumerate(parts) for f in p[1]],
+                [{**w, "document": i} for i, p in enumerate(parts) for w in p[2]],
                 [c for p in parts for c in p[3]], sum(p[4] for p in parts), err)
     t0 = time.process_time()
     try:
@@ -493,7 +495,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                                                                       _short(first["message"])))
                     fr.configurations += 1
                     fr.kernels += n
-                    fr.specs.append(spec_file_name(c.kernels[0]))
+                    fr.specs.append(spec_file_name(c.kernels[0], int(first.get("document", 0))))
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
                                       "warnings": r.warnings, "costs": r.costs,
@@ -504,13 +506,28 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
 
 
-def spec_file_name(kernel: str) -> str:
-    return f"{kernel}.yaml"
+def spec_documents(text: str) -> list[str]:
+    """A stored spec's documents, each a whole spec that ``threadmap verify`` and the Layout
+    Explorer read: one, or several for a configuration whose copies need more than one spec
+    (a sparse GEMM whose metadata E only some warps copy)."""
+    from threadmap.sweep.specs_sparse import DOCUMENT_SEPARATOR
+
+    docs = text.split(DOCUMENT_SEPARATOR)
+    if len(docs) == 1:
+        return docs
+    return [d if d.endswith("\n") else d + "\n" for d in docs]  # the separator took the newline
+
+
+def spec_file_name(kernel: str, document: int = 0) -> str:
+    """The file of a configuration's spec document (its first kernel's name; ``KERNEL.2.yaml``
+    for its second document)."""
+    return f"{kernel}.yaml" if document == 0 else f"{kernel}.{document + 1}.yaml"
 
 
 def write_specs(report: SweepReport, results: dict[str, Result], out: Path) -> None:
     """One spec file per configuration with findings in ``out``, and per configuration with
-    warnings only in ``out/warnings`` (folders created when missing)."""
+    warnings only in ``out/warnings`` (folders created when missing); a configuration of
+    several spec documents gets one file per document (each a spec ``threadmap verify`` reads)."""
     for c in report.configurations:
         r = results.get(c["digest"])
         if r is None or not r.spec or (r.status != "fail" and not r.warnings):
@@ -520,7 +537,8 @@ def write_specs(report: SweepReport, results: dict[str, Result], out: Path) -> N
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise SweepError(f"-o {out}: cannot create the folder {folder}: {e.strerror or e}") from None
-        path = folder / spec_file_name(c["kernels"][0])
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(r.spec)
-        tmp.replace(path)
+        for i, doc in enumerate(spec_documents(r.spec)):
+            path = folder / spec_file_name(c["kernels"][0], i)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(doc)
+            tmp.replace(path)
