@@ -73,6 +73,18 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], says: str, tmp_path: 
     assert len(lines) == 1 and lines[0].startswith("threadmap: error: ") and says in lines[0], r.stderr
 
 
+def test_a_filter_the_cuda_version_empties_names_the_version(tmp_path: Any) -> None:
+    """The generator makes the sparse GEMMs from CUDA 11.1 on: told 11.0, the filter matches
+    nothing, and the line says under which version (the default's matches, the oracle)."""
+    assert generate(("80",), "*spgemm*")
+    assert not generate(("80",), "*spgemm*", "11.0")
+    r = CliRunner().invoke(main, ["sweep", "--kernels", "*spgemm*", "--cuda-version", "11.0", "--count",
+                                  "--db", str(tmp_path / "s.db")])
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert "matches no kernel of sm80 for --cuda-version 11.0" in line, line
+
+
 def test_an_unknown_architecture_is_refused_before_the_generator_runs() -> None:
     with pytest.raises(SweepError, match="GenerateSM80"):
         generate(("90",))

@@ -307,7 +307,10 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
         check_address(opts.dask)
     ops = generate(opts.architectures, opts.kernels, opts.cuda_version)
     if not ops:
-        raise SweepError(f"--kernels {opts.kernels!r} matches no kernel of sm{'/sm'.join(opts.architectures)}")
+        # the generator makes some families only from a CUDA version on (sparse GEMMs: 11.1)
+        told = "" if opts.cuda_version == DEFAULT_CUDA_VERSION else f" for --cuda-version {opts.cuda_version}"
+        raise SweepError(f"--kernels {opts.kernels!r} matches no kernel of "
+                         f"sm{'/sm'.join(opts.architectures)}{told}")
     configs = group(ops)
     todo_cfgs = [c for c in configs if in_slice(c)]
     inc = toolchain.cutlass_include()
