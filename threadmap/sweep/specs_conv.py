@@ -13,6 +13,7 @@ access of every thread over every k-tile (:func:`check_addresses`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,13 @@ def expected_offsets(fam: Family, which: str, op: Operand, origin: int, tile_k: 
     return np.where(ok.reshape(-1), off, -1)
 
 
+def _wait_status(status: int) -> str:
+    """A child's ``waitpid`` status in words (the oracle prints it raw)."""
+    if status & 0x7F == 0:
+        return f"exited with code {status >> 8}"
+    return f"was killed by signal {status & 0x7F}"
+
+
 def check_addresses(cfg: Configuration, fam: Family, ex: Extracted) -> None:
     """The family's layouts give the addresses the kernel's iterators compute (the oracle's
     checksums on the sample problem, first and last CTA row of A and column of B)."""
@@ -69,6 +77,7 @@ def check_addresses(cfg: Configuration, fam: Family, ex: Extracted) -> None:
             if not got or got.startswith("?"):
                 # the oracle prints why (a sentence), or the type of an iterator it cannot construct
                 why = got[1:200] if " " in got else f"the iterator {got[1:160]} has no constructor the oracle knows"
+                why = re.sub(r"ended with status (\d+)", lambda m: _wait_status(int(m.group(1))), why)
                 raise NotAnalysed("iterator addresses not checked", f"{w}: {why if got else 'nothing printed'}")
             # the oracle's B1 is the last filter phase's (one phase but in a strided Dgrad)
             phase = (fam.phases - 1) * i if w == "B" else 0
