@@ -289,3 +289,169 @@ def test_run_without_ncu_or_with_a_file_as_cache_stops_before_building(tmp_path:
     err = capsys.readouterr().err.splitlines()
     assert built == [] and len(err) == 2
     assert "ncu" in err[0] and "is not a folder" in err[1]
+
+
+# --- convolutions --------------------------------------------------------------------------------
+
+FPROP = "cutlass_tensorop_s16816fprop_analytic_f16_256x128_32x3_nhwc_align8"
+
+
+def test_the_conv_schedule_is_the_implicit_gemm_mainloops_source() -> None:
+    """The statements the conv schedule follows are in the installed ImplicitGemmMultistage
+    and ImplicitGemmConvolution headers.  From that control flow: the prologue copies kStages - 1
+    whole stages, group 0 of the next is copied before the mainloop, and each of its T
+    iterations completes a stage and starts the next with group 0; so T + kStages - 1 whole
+    stages (the last kStages - 1 past the k-tiles: every copy is cp_async_zfill and nothing
+    clears a mask, so they zero-fill) and one lone group 0, past the k-tiles too."""
+    inc = toolchain.cutlass_include()
+    if inc is None:
+        pytest.skip("the CUTLASS headers are missing")
+    assert confirm.conv_mainloop_premises(inc) == []
+    for stages in (2, 3, 4, 5, 10):
+        for warp_steps in (2, 3, 4, 8):
+            for tiles in (1, 2, stages - 1, stages, stages + 1, 3 * stages):
+                if tiles < 1:
+                    continue
+                sch = confirm.conv_schedule(stages, tiles, warp_steps)
+                whole = tiles + stages - 1
+                assert (sch.real, sch.zero_fill, sch.predicated_off, sch.group_zero_fill) == \
+                    (tiles, whole - tiles, 0, 1)
+    with pytest.raises(confirm.ConfirmError):
+        confirm.conv_schedule(3, 4, 1)   # kWarpGemmIterations 1: the header's loop would never advance
+
+
+@pytest.mark.parametrize("plant", ["clear_mask", "cp_async", "group"])
+def test_a_changed_conv_mainloop_is_reported(tmp_path: Path, plant: str) -> None:
+    """A planted change of the conv mainloop's control flow fails its premise: a mask cleared
+    when the k-tiles run out (as MmaMultistage does), the mainloop's copies predicated instead of
+    zero-filling, group 0 no longer issued before the mainloop."""
+    inc = toolchain.cutlass_include()
+    if inc is None:
+        pytest.skip("the CUTLASS headers are missing")
+    for rel in (confirm.CONV_MAINLOOP_HEADER, confirm.CONV_KERNEL_HEADER):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((inc / rel).read_text())
+    head = tmp_path / confirm.CONV_MAINLOOP_HEADER
+    text = head.read_text()
+    if plant == "clear_mask":
+        changed = text.replace("--gemm_k_iterations;\n", "--gemm_k_iterations;\n          "
+                               "iterator_A.clear_mask(gemm_k_iterations == 0);\n", 1)
+        want = "no mask is cleared by the mainloop (an access is off where its iterator says so)"
+    elif plant == "cp_async":
+        i = text.index("void copy_tiles_and_advance")
+        changed = text[:i] + text[i:].replace("cutlass::arch::cp_async_zfill<kSrcBytes, kCacheOpA>",
+                                              "cutlass::arch::cp_async<kSrcBytes, kCacheOpA>", 1)
+        want = "every copy zero-fills where the iterator's access is not valid (prologue and mainloop)"
+    else:
+        changed = text.replace("// Start issuing the first group of the next stage outside of the mainloop\n"
+                               "    copy_tiles_and_advance(iterator_A, iterator_B);", "")
+        want = "group 0 of the next stage is issued before the mainloop"
+    assert changed != text
+    head.write_text(changed)
+    got = confirm.conv_mainloop_premises(tmp_path)
+    assert want in got
+    if plant == "group":      # the others also break the statements around them
+        assert got == [want]
+
+
+@pytest.fixture(scope="module")
+def conv_target() -> confirm.Target:
+    """The Fprop configuration's row as the sweep stores it, and its target."""
+    from tests.support.cxx_oracle import require_oracle
+    from threadmap.sweep.extract import extract
+    from threadmap.sweep.library import generate, group
+    from threadmap.sweep.specs_conv import conv_spec_text
+
+    require_oracle()
+    cfg = group(generate(("80",), FPROP))[0]
+    w = conv_spec_text(cfg, extract([cfg])[0], "test")
+    status, findings, warnings, costs, secs, err = verify_text(w.text, cfg.kernels[0])
+    assert not err
+    row = Result(cfg.digest("test"), cfg.key, cfg.label, status, findings=findings, warnings=warnings,  # type: ignore[arg-type]
+                 spec=w.text, costs=costs, spec_hash=w.content_hash, kernels=list(cfg.kernels))
+    (t,) = confirm.choose([row])
+    return t
+
+
+def test_a_conv_target_is_at_whole_tiles_of_its_family(conv_target: confirm.Target) -> None:
+    """The conv finding gets a target; its sizes are a problem of the family whose implicit GEMM
+    is whole tiles, the warning's but for the batch; the second launch has twice the k-tiles;
+    the program's problem is extract_conv.problem_cxx's."""
+    from threadmap.sweep.extract_conv import family, problem_cxx
+
+    t = conv_target
+    assert t.operation == "conv2d" and t.kinds == ["conv2d tensorop: bank_conflicts (conflict)"]
+    cfg = confirm.configuration(FPROP)
+    fam = family(cfg)
+    warned = next(w["sizes"] for w in t.warnings)
+    assert {k: v for k, v in t.sizes.items() if k != "N"} == {k: v for k, v in warned.items() if k != "N"}
+    assert confirm.in_family(cfg, t.sizes) == ""
+    for expr, tile in zip((fam.m, fam.n, fam.k), cfg.fields["threadblock"], strict=True):
+        assert confirm._extent(expr, t.sizes) % tile == 0
+    ls = confirm.conv_launch_sizes(cfg, t.sizes)
+    assert ls[0] == t.sizes and confirm._extent(fam.k, ls[1]) == 2 * confirm._extent(fam.k, ls[0])
+    fields = confirm.problem_fields(cfg, t.sizes)
+    assert problem_cxx(cfg, t.sizes).endswith("(" + ", ".join(map(str, fields[:-3])) + ", "
+                                              "cutlass::conv::Mode::kCrossCorrelation, 1, 1)")
+
+
+def test_the_conv_account(conv_target: confirm.Target) -> None:
+    """Per launch: the spec's k-tiles (its grid's z the CTA's k-tiles), kStages - 1 zero-filling
+    stages and one zero-filling first group per CTA: the executed LDGSTS are those stages' warp
+    instructions (the thread maps' iterations, the first group ceil(iterations /
+    kWarpGemmIterations) of them) over every CTA; nothing predicated off; the global side the
+    spec's alone; the warned shared side above ideal."""
+    t = conv_target
+    acc = confirm.conv_account(t)
+    tile, stages = confirm.mainloop_of(FPROP)
+    w = confirm.warp_gemm_iterations(FPROP)
+    for s, sch, cl, g0, a, info in zip(acc["launches"], acc["schedules"], acc["cleared"], acc["group"],
+                                       acc["accounts"], acc["predictions"], strict=True):
+        real, _ = confirm.predict(t.spec, s, t.kernel)
+        ctas = info["grid"][0] * info["grid"][1]
+        per_cta = cl["instructions"] / ctas
+        its = (g0["iterations.sA"], g0["iterations.sB"])
+        assert per_cta == cl["warps"] * sum(its)
+        assert g0["instructions"] / ctas == cl["warps"] * sum(-(-i // w) for i in its)
+        assert sch.k_tiles == info["grid"][2] and (sch.zero_fill, sch.group_zero_fill) == (stages - 1, 1)
+        sh = a["shared"]
+        assert sh["instructions"] == real["shared"]["instructions"] + (stages - 1) * cl["instructions"] \
+            + g0["instructions"] == sh["issued"]
+        assert real["shared"]["instructions"] == sch.k_tiles * cl["instructions"]
+        assert a["global"] == {k: real["global"][k] for k in a["global"]}
+        assert sh["wavefronts"] > sh["ideal_wavefronts"]
+
+
+def test_the_conv_program_builds_and_describes_its_account(conv_target: confirm.Target) -> None:
+    """The program holds the generator's kernel text unchanged and launches it through
+    ImplicitGemmConvolution; built for the H200, its describe (host-side, no GPU) gives the
+    constants and k-tiles the account took and no access valid past the last k-tile; its
+    LDGSTS are the conv mainloop's stream (prologue and first group unrolled, one stage in the
+    loop, all zero-filling)."""
+    from cutlass_library.conv2d_operation import EmitConv2dInstance
+
+    from threadmap.sweep.library import generate
+
+    op = next(op for _, op in generate(("80",), FPROP) if op.procedural_name() == FPROP)
+    src = confirm.program(FPROP)
+    assert EmitConv2dInstance().emit(op) in src
+    assert f"cutlass::conv::device::ImplicitGemmConvolution<{FPROP}>" in src
+    if toolchain.nvcc() is None or toolchain.cutlass_include() is None:
+        pytest.skip("nvcc or the CUTLASS headers are missing")
+    exe = confirm.build(src)
+    cfg = confirm.configuration(FPROP)
+    problems = [confirm.problem_fields(cfg, s) for s in confirm.conv_launch_sizes(cfg, conv_target.sizes)]
+    described = confirm.describe(exe, problems)
+    acc = confirm.conv_account(conv_target, described)
+    assert acc["mismatch"] == []
+    assert all(int(d["valid_real"]) > 0 for d in described)
+    planted = [{**described[0], "group_a": str(int(described[0]["group_a"]) + 1)}, *described[1:]]
+    assert confirm.conv_account(conv_target, planted)["mismatch"]
+    if toolchain.find_tool("cuobjdump") is None:
+        pytest.skip("cuobjdump is missing")
+    sass = confirm.sass_ldgsts(exe)
+    cl, g0 = acc["cleared"][0], acc["group"][0]
+    per = int(cl["instructions"] / (cl["ctas"] * cl["warps"]))
+    group0 = int(g0["instructions"] / (g0["ctas"] * g0["warps"]))
+    assert confirm.conv_mainloop_form(sass, acc["stages"], per, group0) == (True, "")
+    assert confirm.conv_mainloop_form(sass, acc["stages"] + 1, per, group0)[0] is None
