@@ -57,17 +57,18 @@ def draw(report: SweepReport, con: Any) -> None:
     if report.not_in_slice:
         con.print("Not in this slice (counted only): " + ", ".join(
             f"{k} {v}" for k, v in sorted(report.not_in_slice.items(), key=lambda kv: -kv[1])), markup=False)
-    def n(count: int, what: str) -> str:
+
+    def counted(count: int, what: str) -> str:
         return f"{count} {what}{'' if count == 1 else 's'}"
 
     analysed = sum(k.analysed for k in report.kinds)
-    con.print(f"{n(sum(k.configurations for k in report.kinds), 'configuration')} stand for "
-              f"{n(sum(k.kernels for k in report.kinds), 'kernel')}; {analysed} analysed "
-              f"({n(sum(k.kernels_analysed for k in report.kinds), 'kernel')}), "
+    con.print(f"{counted(sum(k.configurations for k in report.kinds), 'configuration')} stand for "
+              f"{counted(sum(k.kernels for k in report.kinds), 'kernel')}; {analysed} analysed "
+              f"({counted(sum(k.kernels_analysed for k in report.kinds), 'kernel')}), "
               f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from "
               f"{path_text(report.db)}"
               + (f" ({report.reverified} of them verified again: an older verifier's)" if report.reverified else "")
-              + f", {report.extracted} extracted, {n(report.verified, 'spec')} verified "
+              + f", {report.extracted} extracted, {counted(report.verified, 'spec')} verified "
               f"({report.shared_verifications} shared); {report.seconds:.1f} s", markup=False)
 
 
