@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.sweep.library import Configuration
+from threadmap.sweep.library import Configuration, is_strided_dgrad
 
 #: C++ of the oracle: checksums of an iterator's offsets (appended to the extraction prelude)
 CONV_ORACLE = """\
@@ -284,10 +284,10 @@ void conv_oracle_strided(const char* id, cutlass::conv::Conv2dProblemSize const&
 
 def needs_device_oracle(cfg: Configuration) -> bool:
     """A configuration whose oracle is :data:`CONV_ORACLE_DEVICE`'s: a strided Dgrad (its
-    iterators take a filter phase), or a conv3d Wgrad (its activation iterator's ``advance()``
-    is device-only)."""
+    iterators take a filter phase; the Optimized ones' ``advance()`` is device-only), or a
+    conv3d Wgrad (its activation iterator's ``get()`` is device-only)."""
     f = cfg.fields
-    return is_strided_dgrad(cfg) or (cfg.kind == "conv3d" and f.get("conv_kind") == "Wgrad")
+    return is_strided_dgrad(cfg.kind, cfg.fields) or (cfg.kind == "conv3d" and f.get("conv_kind") == "Wgrad")
 
 
 #: which GEMM mode of A and B is contiguous in memory, per conv kind: the MmaCore layouts of
@@ -384,7 +384,7 @@ def family(cfg: Configuration) -> Family:
         return _few_channels(cfg)
     if algo not in ("Analytic", "Optimized"):
         raise NoFamily(f"the {algo} iterators are not modelled")
-    if conv == "Dgrad" and f["stride_support"] == "Strided" and not three:
+    if is_strided_dgrad(cfg.kind, f):
         return _strided_dgrad(cfg)
     # (output, input, filter) size names per spatial dimension, innermost first
     dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if three else [])
@@ -446,10 +446,7 @@ def family(cfg: Configuration) -> Family:
         sizes[name] = {"min": mult, "max": top // mult * mult, "samples": samples}
         if mult > 1:
             sizes[name]["multiple_of"] = mult
-    env = dict(sample)
-    M, N, K = _evaluate(m, env), _evaluate(n, env), _evaluate(k, env)
-    return Family(sizes, assume, m, n, k, a, b, sample, problem_cxx(cfg, env), what, tiles=-(-K // tk),
-                  extents={"M": M, "N": N, "K": K})
+    return _finish(cfg, sizes, assume, (m, n, k), a, b, sample, what)
 
 
 def _finish(cfg: Configuration, sizes: dict[str, dict[str, Any]], assume: list[str], mnk: tuple[str, str, str],
@@ -497,8 +494,6 @@ def _few_channels(cfg: Configuration) -> Family:
     }
     if align_b > 1:
         sizes["K"]["multiple_of"] = align_b
-    if align_a > 1 and not fixed:
-        sizes["C"]["multiple_of"] = align_a
     what = (f"unit stride and dilation, no padding, cross-correlation, one group, "
             f"{'C = ' if fixed else 'C a multiple of '}{align_a} (the access), R*S*C a multiple of kK = {tk}")
     return _finish(cfg, sizes, [f"R*S*C % {tk} == 0"], ("N*P*Q", "K", "R*S*C"), a, b, sample, what)
@@ -547,7 +542,7 @@ def problem_cxx(cfg: Configuration, s: Mapping[str, int]) -> str:
     """The C++ problem size of a sample of :func:`family` (``Conv2dProblemSize`` /
     ``Conv3dProblemSize``): the derived extents and the padding of the family."""
     dgrad = cfg.fields["conv_kind"] == "Dgrad"
-    strided = dgrad and is_strided_dgrad(cfg)
+    strided = dgrad and is_strided_dgrad(cfg.kind, cfg.fields)
     mode = "cutlass::conv::Mode::kConvolution" if dgrad else "cutlass::conv::Mode::kCrossCorrelation"
     dims = [("Q", "W", "S"), ("P", "H", "R")] + ([("Z", "D", "T")] if cfg.kind == "conv3d" else [])
     ext: dict[str, int] = {}
@@ -569,12 +564,6 @@ def problem_cxx(cfg: Configuration, s: Mapping[str, int]) -> str:
             f"{ext['P']}, {ext['Q']}, {pad['R']}, {pad['S']}, {stride['R']}, {stride['S']}, 1, 1, {mode}, 1, 1)")
 
 
-def is_strided_dgrad(cfg: Configuration) -> bool:
-    """A conv2d Dgrad of ``ImplicitGemmConvolutionStridedDgrad`` (its iterators take a filter phase)."""
-    f = cfg.fields
-    return cfg.kind == "conv2d" and f.get("conv_kind") == "Dgrad" and f.get("stride_support") == "Strided"
-
-
 def conv_calls(cfg: Configuration, cid: str) -> str:
     """``main``'s lines for one convolution configuration: its mainloop with the contiguous
     modes of its kind, and the oracle on the family's sample (none without a family)."""
@@ -589,7 +578,7 @@ def conv_calls(cfg: Configuration, cid: str) -> str:
     tm, tn, _ = cfg.fields["threadblock"]
     last_row = (fam.extents["M"] - 1) // tm * tm
     last_col = (fam.extents["N"] - 1) // tn * tn
-    oracle = "conv_oracle_strided" if is_strided_dgrad(cfg) else \
+    oracle = "conv_oracle_strided" if is_strided_dgrad(cfg.kind, cfg.fields) else \
         "conv_oracle_device" if needs_device_oracle(cfg) else "conv_oracle"
     lines.append(f'  tm_sweep::{oracle}<{cid}_kernel_base>("{cid}", {fam.cxx_problem}, {last_row}, {last_col}, '
                  f"{fam.tiles});")

@@ -61,6 +61,12 @@ class Kernel:
 INTERLEAVED_LAYOUTS = ("n32", "n64", "nc32hw32", "nc64hw64")
 
 
+def is_strided_dgrad(kind: str, fields: Mapping[str, Any]) -> bool:
+    """A conv2d Dgrad of ``ImplicitGemmConvolutionStridedDgrad`` (its iterators take a filter
+    phase; conv3d's strided Dgrad kernels use the unit-stride kernel's iterators)."""
+    return kind == "conv2d" and fields.get("conv_kind") == "Dgrad" and fields.get("stride_support") == "Strided"
+
+
 def extraction_revision(kind: str, fields: Mapping[str, Any]) -> int:
     """How often the extraction of a configuration's family changed after the results store's
     rows of it could have been written (0: never).  1: conv2d strided Dgrad, FixedChannels and
@@ -68,11 +74,10 @@ def extraction_revision(kind: str, fields: Mapping[str, Any]) -> int:
     and conv2d Fprop (``n32``, ``nc32hw32``, ...) were read through their pitch-linear views."""
     if kind in ("gemm", "conv2d") and fields.get("layout_a") in INTERLEAVED_LAYOUTS:
         return 1
-    conv, algo = fields.get("conv_kind"), fields.get("iterator_algorithm")
-    if kind == "conv2d" and ((conv == "Dgrad" and fields.get("stride_support") == "Strided")
-                             or algo in ("FixedChannels", "FewChannels")):
+    if is_strided_dgrad(kind, fields) or (kind == "conv2d"
+                                          and fields.get("iterator_algorithm") in ("FixedChannels", "FewChannels")):
         return 1
-    return 1 if kind == "conv3d" and conv == "Wgrad" else 0
+    return 1 if kind == "conv3d" and fields.get("conv_kind") == "Wgrad" else 0
 
 
 @dataclass

@@ -317,6 +317,8 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     headers = toolchain.cutlass_version(inc) if inc is not None else "?"
     db = opts.db if opts.db is not None else default_db()
     report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], [], {})
+    from threadmap.sweep.specs import Written
+
     with Store(db) as store:
         done = store.done()
         results: dict[str, Result] = {}
@@ -330,8 +332,6 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
                 report.reused += 1
                 continue
             if row is not None:  # another verifier judged its stored spec: only the verification again
-                from threadmap.sweep.specs import Written
-
                 stored_specs.append((c, d, Written(row.spec, row.spec_hash, {})))
                 report.reused += 1
                 report.reverified += 1
