@@ -372,3 +372,18 @@ def test_a_cp_async_ca_destination_is_not_proved_conflict_free_by_tile_classes(t
     # the bypassing form keeps the store rule, a function of the shared addresses alone: proved
     path.write_text(text.replace("SM80_CP_ASYNC_CACHEALWAYS<", "SM80_CP_ASYNC_CACHEGLOBAL<"))
     assert props(prove([path], timeout_s=120).runs[0])["bank_conflicts"].status == "PROVED"
+
+
+def test_replicated_gemm_tiles_are_proved_and_a_planted_edge_refuted() -> None:
+    # every CTA of a grid row reads one A tile, every CTA of a column one B tile (coverage
+    # replicated): the tile kinds decide most classes (threadmap.prove.tiles, (d)), and the
+    # unpredicated B copy is still refuted at a ragged N, replayed by verify
+    cases = ROOT / "tests" / "prove" / "cases"
+    good = props(prove([cases / "replicated_ab.yaml"], timeout_s=120).runs[0])
+    assert {k: p.status for k, p in good.items()} == dict.fromkeys(good, "PROVED")
+    assert good["coverage"].classes == 64  # (M % 32, N % 32) in steps of 4
+    path = cases / "replicated_b_unpredicated.yaml"
+    bad = props(prove([path], timeout_s=120).runs[0])
+    assert {k for k, p in bad.items() if p.status != "PROVED"} == {"predicates"}
+    n = bad["predicates"].sizes["N"]
+    assert n % 32 != 0 and replay(path, bad["predicates"].sizes, "predicates")

@@ -181,3 +181,52 @@ def test_union_of_sides_that_write_one_tensor() -> None:
             g.add(x, np.ones(1, dtype=np.int64))
         assert union_reached(gs, 5) == (64, 63, [(7, 7)])
         assert union_reached(gs[:1], 3) == (64, 32, [(4, 0), (5, 0), (6, 0)])
+
+
+#: a GEMM mainloop's A side: every CTA of a grid row reads the same A tile (by is unused), so
+#: A's coverage is replicated ceil_div(N, 16) times
+REPLICATED_A = """\
+spec: 1
+name: replicated A tile
+element: f32
+threads: 32
+sizes: {M: 1000, N: 4000}
+assume: [M % 4 == 0]
+grid: ['ceil_div(M, 32)', 'ceil_div(N, 16)']
+tensors:
+  A: {memory: global, layout: '(M,8):(1,M)'}
+  sA: {memory: shared, layout: '(32,8):(1,32)'}
+stages:
+- copy:
+    src:
+      tensor: A
+      tile: [32, 8]
+      at: [bx, 0]
+      thread_map: &map {name: PitchLinearWarpRakedThreadMap, shape: [32, 8], threads: 32,
+                        warp_thread_arrangement: [8, 4], elements_per_access: 4, contiguous_mode: 0}
+    dst: {tensor: sA, thread_map: *map}
+    predicate: vector
+    atom: SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>
+- barrier
+"""
+
+
+def test_replicated_reads_carry_no_duplicate_witness() -> None:
+    # 32 x 250 blocks: verify argues by tiling, whose cross-block pair witness once stood beside
+    # a passing replicated result as an error finding (and prove read it as a refutation)
+    import threadmap.api as api
+    from threadmap.prove import fails_property
+    from threadmap.spec.load import loads_spec
+
+    replicated = api.verify(loads_spec(REPLICATED_A + "expect: {coverage: replicated}\n", "yaml", "rep.yaml"))
+    run = replicated.runs[0]
+    assert run.blocks_simulated < 32 * 250  # the tiling argument, not every block
+    grid = [r for r in run.results if r.check == "grid_coverage"]
+    assert grid and all(r.status == "PASS" and not r.findings for r in grid)
+    assert not fails_property(run, "coverage")
+    # without the expectation the same reads are duplicates, each with its pair witness
+    plain = api.verify(loads_spec(REPLICATED_A, "yaml", "plain.yaml")).runs[0]
+    dup = next(r for r in plain.results if r.check == "grid_coverage" and r.side == "src")
+    assert dup.status == "FAIL" and dup.summary.duplicates == 1000 * 8 * (250 - 1)
+    assert any(f.kind == "duplicate" and "blocks share each tile" in f.message for f in dup.findings)
+    assert fails_property(plain, "coverage")

@@ -60,7 +60,7 @@ from threadmap.spec.schema import SizeRange
 #: size bounds tried in turn while enumerating classes (None: unbounded, which completes)
 BOUNDS: tuple[int | None, ...] = (64, 1024, 1 << 16, 1 << 24, None)
 #: classes enumerated at most; beyond, the property is UNKNOWN
-MAX_CLASSES = 4096
+MAX_CLASSES = 1 << 15  # two unaligned extents of 128-wide tiles: 16,384 classes
 
 
 class Unsupported(Exception):
@@ -503,20 +503,57 @@ def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolR
 
 #: size assignments scanned at most by :func:`size_classes` before z3 completes the list
 BOX_POINTS = 1 << 16
+#: ... when they are each tiled size's values up to twice its tile (a few arrays of int64 per
+#: point: tens of MB; every class is then read off without a solver query per class)
+BOX_TILED_POINTS = 1 << 20
 
 
-def _box(space: SizeSpace) -> dict[str, np.ndarray]:
-    """A grid of small size assignments: each ranged size from its minimum, in its steps, as
-    many values as :data:`BOX_POINTS` allows (fixed sizes pinned)."""
+def _axis_values(space: SizeSpace, name: str, count: int, upto: int | None = None) -> np.ndarray:
+    """Up to ``count`` smallest values of one ranged size (none above ``upto``): from its
+    minimum in its steps, those that the assumptions about it alone (``K % 32 == 0``) admit."""
+    lo, hi, m = space.box[name]
+    hi = hi if upto is None else min(hi, upto)
+    first = -(-lo // m) * m
+    own = [r for r in space.relations if r.names() == {name}]
+    out: list[np.ndarray] = []
+    got, start, span = 0, first, max(1, count)
+    while got < count and start <= hi:  # a sparse admission (K % 64 == 0, step 1) scans further
+        a = np.arange(start, min(hi, start + (span - 1) * m) + 1, m, dtype=np.int64)
+        ok = np.ones(a.size, dtype=bool)
+        for r in own:
+            ok &= np.asarray(r.apply({name: a}), dtype=bool)
+        out.append(a[ok][:count - got])
+        got += int(ok.sum())
+        start = int(a[-1]) + m
+        span *= 4
+        if span > BOX_POINTS:
+            break
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _box(space: SizeSpace, modes: Sequence[TiledMode] = ()) -> dict[str, np.ndarray]:
+    """A grid of small size assignments: each ranged size from its minimum, in its steps (fixed
+    sizes pinned).  A size that is a tiled mode's extent gets the values up to twice its tile
+    (every residue with an interior tile beside it: each class's smallest representative), the
+    others a few, when that fits :data:`BOX_TILED_POINTS`; else every size as many values as
+    :data:`BOX_POINTS` allows."""
     free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
-    per = int(BOX_POINTS ** (1 / max(1, len(free)))) if free else 1
-    axes = []
+    tiles: dict[str, int] = {}
+    for md in modes:
+        if md.extent.coef == 1 and len(md.extent.powers) == 1 and md.extent.powers[0][1] == 1:
+            k = md.extent.powers[0][0]
+            tiles[k] = max(tiles.get(k, 0), md.tile)
+    axes: dict[str, np.ndarray] = {}
+    for k in free:
+        lo = space.box[k][0]
+        axes[k] = _axis_values(space, k, BOX_POINTS, lo + 2 * tiles[k]) if k in tiles else _axis_values(space, k, 4)
+    if int(np.prod([max(1, a.size) for a in axes.values()], dtype=np.float64)) > BOX_TILED_POINTS:
+        per = int(BOX_POINTS ** (1 / max(1, len(free))))
+        axes = {k: _axis_values(space, k, per) for k in free}
     for k in space.names:
-        lo, hi, m = space.box[k]
-        first = -(-lo // m) * m
-        axes.append(np.arange(first, min(hi, first + (per - 1) * m) + 1, m, dtype=np.int64)
-                    if hi > lo else np.array([lo], dtype=np.int64))
-    mesh = np.meshgrid(*axes, indexing="ij")
+        if k not in axes:
+            axes[k] = np.array([space.box[k][0]], dtype=np.int64)
+    mesh = np.meshgrid(*[axes[k] for k in space.names], indexing="ij")
     return {k: a.reshape(-1) for k, a in zip(space.names, mesh, strict=True)}
 
 
@@ -534,7 +571,7 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     The small sizes' classes come first, before the solver is asked (a property refuted
     there is refuted early, whatever the time limit)."""
     terms = class_terms(space, modes)
-    env = _box(space)
+    env = _box(space, modes)
     ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
     for r in space.relations:
         ok &= np.asarray(r.apply(env), dtype=bool)

@@ -32,9 +32,9 @@ true at ``T_j``.  So, row by row, ``performed(k) = AND_j performed(pi_j(k))`` an
 finding of ``coverage`` (with ``grid_coverage``), ``predicates``, ``dataflow`` or
 ``bank_conflicts`` at a representative is an error of one block, decided by its kind and
 the context -- unless the grid leaves some element unreached (``G_j < ceil_div(E_j, T_j)``,
-or a constant tile coordinate's tile does not start the tensor or ends before it) or puts two
-blocks on one tile (a grid axis a side's tile does not depend on, with more than one block):
-such a representative is always verified.
+or a constant tile coordinate's tile does not start the tensor or ends before it) or, without
+replication, puts two blocks on one tile (a grid axis a side's tile does not depend on, with
+more than one block): such a representative is always verified.
 Conversely a kind with an error shows it in every grid that has it (``verify`` enumerates
 the grid of a class whole: a class is skipped only where it would, ``rows <= SMALL_ROWS``).
 
@@ -42,7 +42,7 @@ the grid of a class whole: a class is skipped only where it would, ``rows <= SMA
 one in a block of kind ``pi_j(k)`` for some ``j``, given ``P``'s premises (checked on the
 first sample's model, the same at every representative by (a)):
 
-* ``coverage``, ``predicates`` (premise: no replication; every cell of a global tile is the
+* ``coverage``, ``predicates`` (premise: every cell of a global tile is the
   element of at most one row of the side).  A performed row out of bounds at ``k`` is
   performed at every ``pi_j(k)`` and out of bounds at one; two performed rows on one
   in-bounds element are so at every ``pi_j(k)``; an in-bounds element whose one row is not
@@ -62,6 +62,15 @@ first sample's model, the same at every representative by (a)):
 * ``bank_conflicts``: a phase's wavefronts are the most distinct words one bank serves among
   the active lanes; fewer active lanes never add extra wavefronts, and the error is the worst
   instruction's extra beyond the spec's allowance.
+
+**(d) Replication.**  With ``expect: coverage: replicated`` the blocks along a grid axis a
+side's tile does not depend on share its tile; block coordinates enter a side only through its
+tile coordinate (the spec admits them nowhere else), so the blocks of such a group perform the
+same rows.  Given (a) and the premise that every cell of a global tile is the element of at
+most one row, an element's count over the grid is 0 or the group's size ``G`` (tiles at distinct
+positions are disjoint), so the most common multiplicity is ``G`` and the only grid-level errors
+are elements no block reaches: a missing cell of a block's kind, as in (b).  Shared sides and
+registers are per block, so ``dataflow`` and ``bank_conflicts`` are unchanged.
 
 So a representative whose per-mode kinds (those it has, and ``pi_j`` of the others) were all
 seen, in the same context, in a verified representative with no error of ``P`` (and every
@@ -177,7 +186,7 @@ class TileKinds:
         (then it is verified)."""
         if self.opaque or model.num_blocks * rows_per_block(model) > SMALL_ROWS:
             return None
-        if any(model.grid[j] > 1 for js in self.shared_by for j in js):
+        if not model.expect.replication and any(model.grid[j] > 1 for js in self.shared_by for j in js):
             return None  # blocks that share a tile: a duplicate there is a pair of blocks
         cuts: list[list[int]] = []
         for v in self.vars:
@@ -237,9 +246,8 @@ class TileKinds:
 def _premises(model: KernelModel) -> dict[str, str | None]:
     """Per property, why its kinds do not decide it (None: they do; module docstring, (c))."""
     out: dict[str, str | None] = dict.fromkeys((*KIND_PROPERTIES, *ADDRESS_PROPERTIES))
+    # replicated reads (blocks sharing a tile) need no premise of their own: see (d)
     cells = _single_rows(model)
-    if model.expect.replication:
-        cells = "replicated coverage counts the most common multiplicity of a group of blocks"
     placed = next((f"stage {sd.stage} {sd.which}: a shared tile placed by block coordinates"
                    for sd in model.sides() if sd.memory == "shared" and sd.at_affine is not None
                    and any(f.coef for f in sd.at_affine)), None)

@@ -366,7 +366,7 @@ def _tiling(model: KernelModel, sim: Simulator, classes: BlockClasses, opts: Run
         m, unused = multiplicity(model, side)
         counts = counts_by_tiling(side, tallies, m, model.expect.replication, st.active[key])
         dup: list[Finding] = []
-        if counts.counted > counts.covered:
+        if (counts.dup_replicated if model.expect.replication else counts.counted - counts.covered) > 0:
             # pairs inside one block's tile (from the tile check), then across blocks
             dup = [f.model_copy(update={"check": "grid_coverage"}) for f in covers[key].findings["duplicate"][:4]]
             dup += _tiling_duplicate(model, sim, side, tallies, unused)
