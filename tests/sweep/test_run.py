@@ -224,3 +224,85 @@ def test_verify_text_keeps_a_failing_check_and_the_costs(extracted: dict[str, Ex
             {"wavefronts", "ideal_wavefronts", "instructions"} <= set(c["summary"])
     # this operand's 32-bit cp.async cost more than ideal: warnings with their numbers
     assert warnings and all(w["summary"] and "witness" in w for w in warnings)
+
+
+def test_check_text_proves_over_the_ranges_and_a_refutation_is_a_finding() -> None:
+    """``--prove``'s task on a spec whose samples hide its bug (the grid drops the last 100
+    columns when N % 128 == 100; specs/ranges derives it): verify passes, the proof refutes
+    coverage at such an N, and the refutation becomes a finding of the configuration."""
+    text = (Path(__file__).resolve().parents[2] / "specs" / "ranges" / "planted_one_residue_grid.yaml").read_text()
+    status, findings, _, _, _, err, proof = run_mod.check_text(text, "planted", 60.0)
+    assert (status, findings, err) == ("pass", [], "")
+    (doc,) = proof
+    by = {p["property"]: p for p in doc["properties"]}
+    assert by["coverage"]["status"] == "REFUTED" and by["coverage"]["sizes"]["N"] % 128 == 100
+    assert by["vectorize"]["status"] == "PROVED"
+    found = run_mod.proof_findings(proof)
+    assert {f["check"] for f in found} == {f"prove {p}" for p, v in by.items() if v["status"] == "REFUTED"}
+    assert all(f["sizes"]["N"] % 128 == 100 or f["check"] == "prove grid" for f in found)
+    # the summary's count: refuted beats unknown beats proved over a configuration's documents
+    proofs: dict[str, run_mod.ProofRow] = {}
+    unproved: dict[str, run_mod.ReasonRow] = {}
+    stopped = {"error": "the proving process died (exit 9)"}
+    run_mod._tally_proof([doc, stopped], 3, proofs, unproved)
+    assert (proofs["coverage"].refuted, proofs["coverage"].kernels_refuted) == (1, 3)
+    assert (proofs["vectorize"].unknown, proofs["vectorize"].proved) == (1, 0)
+    assert [(u.reason, u.configurations) for u in unproved.values()] == [
+        ("the proving process died (exit N)", 1)]
+
+
+def test_prove_in_the_sweep_is_stored_reused_and_redone_from_the_stored_spec(
+        tmp_path: Path, extracted: dict[str, Extracted], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sweep --prove`` on one configuration: each property proved over the sizes the kernel
+    accepts, or UNKNOWN with its reason; the proof is stored, read back by a rerun, and a proof
+    of another prover version is made again from the stored spec, without extracting."""
+    import yaml
+
+    name = "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x4_nt_align2"
+    db = tmp_path / "s.db"
+    args = ["sweep", "--kernels", name, "--db", str(db), "--jobs", "1", "--format", "json", "--prove"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    (cfg,) = data["configurations"]
+    spec = yaml.safe_load(cfg_spec(db))
+    assert spec["assume"] == ["K % 32 == 0", "M % 2 == 0", "N % 2 == 0"]
+    verdicts = {p["property"]: p["status"] for p in cfg["proof"][0]["properties"]}
+    # align2: 4-byte cp.async.ca (CACHEALWAYS), whose shared wavefronts follow the global lines:
+    # the size classes do not decide them; everything else holds for every size in range
+    assert "CACHEALWAYS" in spec["stages"][0]["copy"]["atom"]
+    assert {p for p, v in verdicts.items() if v != "PROVED"} == {"bank_conflicts"}
+    (why,) = data["unproved"]
+    assert "cp.async.ca" in why["reason"] and why["configurations"] == 1
+    assert {p["property"]: (p["proved"], p["unknown"]) for p in data["proofs"]}["coverage"] == (1, 0)
+
+    calls: list[str] = []
+
+    def planted(text: str, nm: str, timeout: float) -> list[dict[str, Any]]:
+        calls.append(nm)
+        return [{"seconds": 0.0, "bits": 0, "properties": [
+            {"property": "coverage", "status": "REFUTED", "method": "planted", "classes": 1, "reason": "planted",
+             "sizes": {"M": 2, "N": 2, "K": 32}, "precondition": []}]}]
+
+    monkeypatch.setattr(run_mod, "prove_text", planted)
+    again = sweep(Options(kernels=name, db=db, prove=True))
+    assert calls == [] and again.reused == 1 and again.reproved == 0
+    con = sqlite3.connect(str(db))
+    with con:
+        con.execute("UPDATE results SET prover = '0'")
+    con.close()
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.stdout)
+    assert calls == [name] and data["extracted"] == 0 and data["reproved"] == 1
+    (f,) = data["findings"]
+    assert f["check"] == "prove coverage" and f["example"].startswith("coverage refuted at M=2, N=2, K=32")
+
+
+def cfg_spec(db: Path) -> str:
+    con = sqlite3.connect(str(db))
+    try:
+        (text,) = con.execute("SELECT spec FROM results").fetchone()
+    finally:
+        con.close()
+    return str(text)

@@ -54,6 +54,21 @@ def draw(report: SweepReport, con: Any) -> None:
         for why in report.reasons:
             n.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
         con.print(n)
+    if report.proofs:
+        pr = Table(title="Proofs over the size ranges (--prove): configurations (kernels)", title_justify="left")
+        for col in ("property", "proved", "refuted", "unknown"):
+            pr.add_column(col, justify="left" if col == "property" else "right")
+        for p in report.proofs:
+            pr.add_row(p.property, f"{p.proved} ({p.kernels_proved})", f"{p.refuted} ({p.kernels_refuted})",
+                       f"{p.unknown} ({p.kernels_unknown})")
+        con.print(pr)
+    if report.unproved:
+        u = Table(title="Why properties were not decided", title_justify="left")
+        for col in ("reason (numbers as N)", "configurations", "kernels", "example"):
+            u.add_column(col, overflow="fold")
+        for why in report.unproved:
+            u.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
+        con.print(u)
     if report.not_in_slice:
         con.print("Not in this slice (counted only): " + ", ".join(
             f"{k} {v}" for k, v in sorted(report.not_in_slice.items(), key=lambda kv: -kv[1])), markup=False)
@@ -68,6 +83,7 @@ def draw(report: SweepReport, con: Any) -> None:
               f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from "
               f"{path_text(report.db)}"
               + (f" ({report.reverified} of them verified again: an older verifier's)" if report.reverified else "")
+              + (f" ({report.reproved} of them proved: no current proof)" if report.reproved else "")
               + f", {report.extracted} extracted, {counted(report.verified, 'spec')} verified "
               f"({report.shared_verifications} shared); {report.seconds:.1f} s", markup=False)
 
@@ -97,9 +113,14 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="run the extractions and verifications on a Dask cluster (tcp://scheduler:8786), or on "
                    "local:N, a LocalCluster of N worker processes started here; the database stays here")
+@click.option("--prove", "prove", is_flag=True,
+              help="also prove each configuration's spec over the problem sizes its kernel accepts (threadmap prove: "
+                   "z3 size classes and the simulator); a refuted property is a finding")
+@click.option("--prove-timeout", type=click.FloatRange(min=1, max=86400), default=120.0, show_default=True,
+              help="seconds one spec may take to prove (its undecided properties are then UNKNOWN)")
 def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
               jobs: int | None, batch: int, cuda_version: str | None, count_only: bool,
-              explorer: str | None, dask_address: str | None) -> None:
+              explorer: str | None, dask_address: str | None, prove: bool, prove_timeout: float) -> None:
     """Audit CUTLASS's kernel library: run its generator, group the kernels by the
     configuration that decides their data movement, extract each 2.x GEMM configuration's
     global to shared copies from the real templates (host-side), and verify them.
@@ -111,6 +132,7 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
       threadmap sweep --format json --db /tmp/sweep.db
       threadmap sweep --format html -o report/
       threadmap sweep --dask tcp://scheduler:8786 --batch 16
+      threadmap sweep --kernels 'cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_*_align8' --prove
 
     Exit status: 0 no findings, 1 findings (spec files with -o), 2 usage (an unknown
     architecture, a filter that matches no kernel), 3 internal error.
@@ -157,7 +179,8 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
                              "pip install 'threadmap[report]'") from None
     opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path is not None else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
-                   out=out, count_only=count_only, dask=dask_address or None)
+                   out=out, count_only=count_only, dask=dask_address or None, prove=prove,
+                   prove_timeout=prove_timeout)
     report = run_with_progress(opts)
     if fmt == "html":
         write_page(report, page, base, spec_links=out is not None)

@@ -214,6 +214,8 @@ def grouped(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLOR
             "kinds": [asdict(k) for k in report.kinds],
             "groups": [asdict(g) for g in groups(report, spec_of, explorer)],
             "reasons": [asdict(r) for r in report.reasons],
+            "proofs": [asdict(p) for p in report.proofs],
+            "unproved": [asdict(r) for r in report.unproved],
             "not_in_slice": dict(report.not_in_slice),
             "distributions": {"sectors_per_128_bytes": dist.get("coalescing", {}),
                               "wavefronts_per_instruction": dist.get("bank_conflicts", {})}}
@@ -394,6 +396,17 @@ def html_page(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPL
         parts.append(_table(("reason", "configurations", "kernels", "example"),
                             [[escape(r.reason), str(r.configurations), str(r.kernels), escape(r.example)]
                              for r in report.reasons], numeric=(1, 2)))
+    if report.proofs:
+        parts.append("<h2>Proofs over the size ranges (--prove)</h2>")
+        parts.append(_table(("property", "proved (kernels)", "refuted (kernels)", "unknown (kernels)"),
+                            [[escape(p.property), f"{p.proved} ({p.kernels_proved})",
+                              f"{p.refuted} ({p.kernels_refuted})", f"{p.unknown} ({p.kernels_unknown})"]
+                             for p in report.proofs], numeric=(1, 2, 3)))
+    if report.unproved:
+        parts.append("<h2>Why properties were not decided</h2>")
+        parts.append(_table(("reason (numbers as N)", "configurations", "kernels", "example"),
+                            [[escape(r.reason), str(r.configurations), str(r.kernels), escape(r.example)]
+                             for r in report.unproved], numeric=(1, 2)))
     if ss:
         parts.append("<h2>Costs across the analysed configurations</h2>")
         for check, label in _PLOT_CHECKS:

@@ -33,7 +33,7 @@ from threadmap.sweep.library import (
     group,
 )
 from threadmap.sweep.library_sm90 import SM90_FAMILIES, SM90_TMA_SCHEDULES
-from threadmap.sweep.store import VERIFIER_VERSION, Result, Store
+from threadmap.sweep.store import PROVER_VERSION, VERIFIER_VERSION, Result, Store
 from threadmap.sweep.workers import check_address, open_workers
 
 #: element types of the generator that have a spec name: the generator's name -> the spec's
@@ -59,6 +59,10 @@ class Options:
     #: a Dask scheduler's address, or ``local:N`` (a LocalCluster of N workers): run the
     #: tasks there instead of a local pool of ``jobs`` processes
     dask: str | None = None
+    #: also ``threadmap prove`` each spec over its size ranges, each document stopped after
+    #: ``prove_timeout`` seconds (its undecided properties then UNKNOWN)
+    prove: bool = False
+    prove_timeout: float = 120.0
 
 
 @dataclass
@@ -99,6 +103,20 @@ class ReasonRow:
 
 
 @dataclass
+class ProofRow:
+    """One property of ``threadmap prove`` over the proved configurations: how many it holds
+    for at every size in range, fails at some, or was not decided for (and their kernels)."""
+
+    property: str
+    proved: int = 0
+    refuted: int = 0
+    unknown: int = 0
+    kernels_proved: int = 0
+    kernels_refuted: int = 0
+    kernels_unknown: int = 0
+
+
+@dataclass
 class SweepReport:
     architectures: list[str]
     kernels_filter: str
@@ -109,9 +127,14 @@ class SweepReport:
     warnings: list[FindingRow]           # costs reported without failing, by check and family
     reasons: list[ReasonRow]
     not_in_slice: dict[str, int]         # "kind family" -> configurations
+    #: per property of ``--prove`` (empty when no configuration of the report is proved)
+    proofs: list[ProofRow] = field(default_factory=list)
+    #: why properties were not decided, by class of reason (the configurations and kernels)
+    unproved: list[ReasonRow] = field(default_factory=list)
     configurations: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0                      # configurations read back from the store
     reverified: int = 0                  # ... whose stored spec an older verifier judged: verified again
+    reproved: int = 0                    # ... whose stored spec had no current proof: proved (--prove)
     extracted: int = 0                   # configurations extracted in this run
     verified: int = 0                    # specs verified in this run
     shared_verifications: int = 0        # configurations whose equal spec was verified already
@@ -286,6 +309,60 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[d
     return status, list(found.values()), list(warned.values()), costs, time.process_time() - t0, ""
 
 
+def prove_text(text: str, name: str, timeout_s: float) -> list[dict[str, Any]]:
+    """``threadmap prove`` of each spec document over its size ranges, in a forked child
+    stopped after ``timeout_s`` seconds (in this process where it may not fork one: a daemonic
+    Dask worker).  Per document: every property's status, method, size classes, reason, the
+    sizes of a refutation with its first finding and a predicate's precondition, the seconds
+    and the encoding's bits; or the error that stopped it."""
+    import multiprocessing as mp
+
+    from threadmap.prove.run import prove_isolated, prove_loaded
+    from threadmap.spec.load import loads_spec
+
+    out: list[dict[str, Any]] = []
+    for doc in spec_documents(text):
+        try:
+            loaded = loads_spec(doc, "yaml", name)
+            kind, run = ("ok", prove_loaded(loaded, timeout_s)) if mp.current_process().daemon \
+                else prove_isolated(loaded, timeout_s)
+        except Exception as e:  # noqa: BLE001 - a spec the prover refuses is this configuration's result
+            kind, run = "internal", f"{type(e).__name__}: {e}"
+        if isinstance(run, str) or kind != "ok":
+            out.append({"error": str(run).splitlines()[0][:400] if str(run) else kind})
+            continue
+        out.append({"seconds": round(run.seconds, 3), "bits": run.bits, "properties": [
+            {"property": p.property, "status": p.status, "method": p.method, "classes": p.classes,
+             "reason": p.reason[:300], "sizes": p.sizes, "precondition": list(p.precondition),
+             **({"finding": p.findings[0].message[:300]} if p.findings else {})} for p in run.properties]})
+    return out
+
+
+def proof_findings(proof: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The refuted properties of a proof as findings (check ``prove PROPERTY``, the sizes
+    that refute it and the first finding there; the document they belong to)."""
+    out = []
+    for i, doc in enumerate(proof):
+        for p in doc.get("properties", []):
+            if p["status"] != "REFUTED":
+                continue
+            at = ", ".join(f"{k}={v}" for k, v in (p.get("sizes") or {}).items())
+            out.append({"check": f"prove {p['property']}", "stage": None, "side": None, "tensor": "",
+                        "sizes": p.get("sizes") or {}, "kind": "refuted", "witness": {},
+                        "summary": {"classes": p["classes"], "precondition": p["precondition"]},
+                        "message": f"{p['property']} refuted at {at}: {p.get('finding') or p['reason']}"[:400],
+                        "document": i})
+    return out
+
+
+def check_text(text: str, name: str, prove_timeout: float | None = None) -> tuple[Any, ...]:
+    """:func:`verify_text`'s results, then the proof (:func:`prove_text`; ``[]`` without
+    ``prove_timeout`` or for a spec threadmap refused)."""
+    verdict = verify_text(text, name)
+    proof = prove_text(text, name, prove_timeout) if prove_timeout is not None and not verdict[5] else []
+    return (*verdict, proof)
+
+
 def _chunks(items: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
@@ -327,14 +404,18 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
         for c in todo_cfgs:
             d = c.digest(headers)
             row = done.get(d)
-            if row is not None and (row.verifier == VERIFIER_VERSION or not row.spec):
+            current = row is not None and row.verifier == VERIFIER_VERSION
+            if row is not None and ((current and (not opts.prove or row.prover == PROVER_VERSION)) or not row.spec):
                 results[d] = row
                 report.reused += 1
                 continue
-            if row is not None:  # another verifier judged its stored spec: only the verification again
+            if row is not None:  # its stored spec: verified (another verifier's) and proved (--prove) again
                 stored_specs.append((c, d, Written(row.spec, row.spec_hash, {})))
                 report.reused += 1
-                report.reverified += 1
+                if current:
+                    report.reproved += 1
+                else:
+                    report.reverified += 1
                 continue
             pre = prefilter(c, d)
             if pre is not None and not opts.count_only:
@@ -389,14 +470,15 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
     def from_verified(digest: str, written: Any, src: Result) -> Result:
         cfg = by_digest[digest]
         return Result(digest, cfg.key, cfg.label, src.status, src.reason_kind, src.reason, src.findings, src.warnings,
-                      written.text, written.content_hash, list(cfg.kernels), 0.0, costs=src.costs)
+                      written.text, written.content_hash, list(cfg.kernels), 0.0, costs=src.costs, proof=src.proof,
+                      prover=src.prover)
 
     batches = list(_chunks(pending, max(1, opts.batch)))
 
     def verify(digest: str, written: Any) -> None:
         # an equal spec verified already (here or in the store) or on its way is not verified again
         h = written.content_hash
-        src = verified_by_hash.get(h) or store.by_spec(h)
+        src = verified_by_hash.get(h) or store.by_spec(h, proved=opts.prove)
         if src is not None:
             report.shared_verifications += 1
             record(from_verified(digest, written, src))
@@ -404,7 +486,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
             waiting[h].append((digest, written))
         else:
             waiting[h] = [(digest, written)]
-            futures[workers.submit(verify_text, written.text, by_digest[digest].kernels[0])] = ("verify", h)
+            futures[workers.submit(check_text, written.text, by_digest[digest].kernels[0],
+                                   opts.prove_timeout if opts.prove else None)] = ("verify", h)
 
     def next_batch() -> None:
         # at most one batch per worker in flight: verifications then run as batches finish
@@ -432,8 +515,11 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                         verify(*item)
                     tick("verifying")
                 else:
-                    status, findings, warnings, costs, secs, err = fut.result()
+                    status, findings, warnings, costs, secs, err, proof = fut.result()
                     report.verified += 1
+                    if proof:  # a refuted property is a finding of the configuration
+                        findings = [*findings, *proof_findings(proof)]
+                        status = "fail" if findings else status
                     group_ = waiting.pop(payload)
                     for i, (digest, written) in enumerate(group_):
                         cfg = by_digest[digest]
@@ -445,7 +531,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
                             r = Result(digest, cfg.key, cfg.label, status, findings=findings, warnings=warnings,
                                        costs=costs, spec=written.text,
                                        spec_hash=written.content_hash, kernels=list(cfg.kernels),
-                                       seconds=secs if i == 0 else 0.0)
+                                       seconds=secs if i == 0 else 0.0, proof=proof,
+                                       prover=PROVER_VERSION if opts.prove else "")
                             if i == 0:
                                 verified_by_hash[payload] = r
                             else:
@@ -468,6 +555,8 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     findings: dict[tuple[str, str], FindingRow] = {}
     warnings: dict[tuple[str, str], FindingRow] = {}
     reasons: dict[str, ReasonRow] = {}
+    proofs: dict[str, ProofRow] = {}
+    unproved: dict[str, ReasonRow] = {}
     for c in configs:
         row = rows[c.kind]
         if not in_slice(c):
@@ -499,14 +588,53 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                     fr.configurations += 1
                     fr.kernels += n
                     fr.specs.append(spec_file_name(c.kernels[0], int(first.get("document", 0))))
+        if r.proof:
+            _tally_proof(r.proof, n, proofs, unproved)
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
-                                      "warnings": r.warnings, "costs": r.costs,
+                                      "warnings": r.warnings, "costs": r.costs, "proof": r.proof,
                                       "kernels": list(c.kernels), "fields": c.fields})
     report.kinds = list(rows.values())
     report.findings = sorted(findings.values(), key=lambda f: (-f.kernels, f.check, f.family))
     report.warnings = sorted(warnings.values(), key=lambda f: (-f.kernels, f.check, f.family))
     report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
+    report.proofs = list(proofs.values())
+    report.unproved = sorted(unproved.values(), key=lambda r: (-r.configurations, r.reason))
+
+
+def _tally_proof(proof: Sequence[dict[str, Any]], kernels: int, proofs: dict[str, ProofRow],
+                 unproved: dict[str, ReasonRow]) -> None:
+    """Count one configuration's proof: per property its verdict over every document (refuted
+    in one, else unknown in one, else proved; a document the prover stopped on is unknown in
+    every property), and each class of reason for an unknown once."""
+    from threadmap.prove import PROPERTIES
+
+    verdicts: dict[str, str] = {}
+    why: dict[str, str] = {}
+    for doc in proof:
+        for name in PROPERTIES:
+            p = next((q for q in doc.get("properties", []) if q["property"] == name), None)
+            status = "UNKNOWN" if p is None else p["status"]
+            if status == "UNKNOWN":
+                full = doc.get("error", "") if p is None else p["reason"]
+                why.setdefault(_reason_class(full), f"{name}: {_short(full)}")
+            rank = ("PROVED", "UNKNOWN", "REFUTED")
+            if rank.index(status) >= rank.index(verdicts.get(name, "PROVED")):
+                verdicts[name] = status
+    for name, status in verdicts.items():
+        row = proofs.setdefault(name, ProofRow(name))
+        field_ = status.lower()
+        setattr(row, field_, getattr(row, field_) + 1)
+        setattr(row, f"kernels_{field_}", getattr(row, f"kernels_{field_}") + kernels)
+    for reason, example in why.items():
+        rr = unproved.setdefault(reason, ReasonRow(reason, 0, 0, example))
+        rr.configurations += 1
+        rr.kernels += kernels
+
+
+def _reason_class(reason: str) -> str:
+    """A reason with its numbers and sizes left out (what the summary groups by)."""
+    return re.sub(r"\d[\d,.]*", "N", _short(reason))[:160] or "no reason given"
 
 
 def spec_documents(text: str) -> list[str]:

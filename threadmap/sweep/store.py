@@ -30,6 +30,9 @@ EXTRACTOR_VERSION = "4"
 #: cp.async's shared wavefronts as measured on the H200): a row of another verifier whose spec
 #: is stored is verified again from that spec, without extracting it again
 VERIFIER_VERSION = "2"
+#: bumped whenever ``threadmap prove``'s verdict on the same spec text would change: a row whose
+#: proof another prover made is proved again (``--prove``) from its stored spec
+PROVER_VERSION = "1"
 
 Status = Literal["pass", "fail", "not_analysed"]
 
@@ -51,6 +54,8 @@ CREATE TABLE IF NOT EXISTS results (
   written REAL NOT NULL,
   costs TEXT NOT NULL DEFAULT '[]',
   verifier TEXT NOT NULL DEFAULT '1',
+  proof TEXT NOT NULL DEFAULT '[]',
+  prover TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (digest, extractor)
 );
 CREATE INDEX IF NOT EXISTS results_spec ON results (spec_hash);
@@ -78,6 +83,10 @@ class Result:
     #: whole tiles, passing or not: what the report plots across the library
     costs: list[dict[str, Any]] = field(default_factory=list)
     verifier: str = VERIFIER_VERSION  # the verifier whose verdict this is
+    #: ``threadmap prove`` over the spec's size ranges (``--prove``): per spec document, each
+    #: property's status, method, classes, reason and (refuted) sizes; or its error
+    proof: list[dict[str, Any]] = field(default_factory=list)
+    prover: str = ""           # the prover whose proof this is ('' when not proved)
 
 
 class Store:
@@ -98,6 +107,10 @@ class Store:
             # a file from before the verifier column: its rows are the first verifier's
             if "verifier" not in columns:
                 self.conn.execute("ALTER TABLE results ADD COLUMN verifier TEXT NOT NULL DEFAULT '1'")
+            # a file from before --prove: no row is proved
+            if "prover" not in columns:
+                self.conn.execute("ALTER TABLE results ADD COLUMN proof TEXT NOT NULL DEFAULT '[]'")
+                self.conn.execute("ALTER TABLE results ADD COLUMN prover TEXT NOT NULL DEFAULT ''")
         except (OSError, sqlite3.Error) as e:
             raise SweepError(f"--db {path}: cannot open the results database: {e}") from None
 
@@ -128,13 +141,14 @@ class Store:
         with self._guard("read"):
             return {r.digest: r for r in self._rows("WHERE extractor = ?", (EXTRACTOR_VERSION,))}
 
-    def by_spec(self, spec_hash: str) -> Result | None:
+    def by_spec(self, spec_hash: str, proved: bool = False) -> Result | None:
         """A verified configuration whose spec has this content (its findings hold for an
-        equal spec)."""
+        equal spec); with ``proved``, one the current prover proved too."""
         with self._guard("read"):
             r = self.conn.execute("SELECT digest FROM results WHERE spec_hash = ? AND extractor = ? AND verifier = ? "
-                                  "AND status IN ('pass', 'fail') LIMIT 1",
-                                  (spec_hash, EXTRACTOR_VERSION, VERIFIER_VERSION)).fetchone()
+                                  "AND status IN ('pass', 'fail') AND (? OR prover = ?) LIMIT 1",
+                                  (spec_hash, EXTRACTOR_VERSION, VERIFIER_VERSION, not proved,
+                                   PROVER_VERSION)).fetchone()
         return None if r is None else self.done_one(r[0])
 
     def done_one(self, digest: str) -> Result | None:
@@ -145,10 +159,11 @@ class Store:
 
     def _rows(self, where: str, args: tuple[Any, ...]) -> Iterator[Result]:
         rows = self.conn.execute("SELECT digest, key, label, status, reason_kind, reason, findings, warnings, spec, "
-                                 f"spec_hash, kernels, seconds, costs, verifier FROM results {where}", args)
+                                 "spec_hash, kernels, seconds, costs, verifier, proof, prover "
+                                 f"FROM results {where}", args)
         for r in rows:
             yield Result(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), json.loads(r[7]), r[8], r[9],
-                         json.loads(r[10]), float(r[11]), json.loads(r[12]), r[13])
+                         json.loads(r[10]), float(r[11]), json.loads(r[12]), r[13], json.loads(r[14]), r[15])
 
     def put(self, result: Result) -> None:
         """Write one result in its own transaction (a later write of the same digest replaces it)."""
@@ -161,11 +176,12 @@ class Store:
         try:
             self.conn.execute(
                 "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
-                "warnings, spec, spec_hash, kernels, seconds, written, costs, verifier) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "warnings, spec, spec_hash, kernels, seconds, written, costs, verifier, proof, prover) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
                  json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
-                 json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"]), d["verifier"]))
+                 json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"]), d["verifier"],
+                 json.dumps(d["proof"]), d["prover"]))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
