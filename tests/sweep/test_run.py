@@ -306,3 +306,59 @@ def cfg_spec(db: Path) -> str:
     finally:
         con.close()
     return str(text)
+
+
+def patched_tree(real: Path, dest: Path, rel: str, old: str, new: str) -> Path:
+    """A CUTLASS include folder at ``dest`` that links to ``real`` everywhere but ``rel``,
+    a copy with ``old`` replaced by ``new`` (a header tree of the same version, edited)."""
+    parts = Path(rel).parts
+    src, out = real, dest
+    for i, part in enumerate(parts):
+        out.mkdir(parents=True, exist_ok=True)
+        for entry in src.iterdir():
+            if entry.name != part:
+                (out / entry.name).symlink_to(entry)
+        src, out = src / part, out / part
+        if i == len(parts) - 1:
+            text = src.read_text()
+            assert old in text
+            out.write_text(text.replace(old, new))
+    return dest
+
+
+def test_another_header_tree_is_swept_apart_and_compared(tmp_path: Path, extracted: dict[str, Extracted]) -> None:
+    """``--cutlass-include`` sweeps an edited copy of the installed headers (CUTLASS's 2.x
+    DefaultMma picks the L1-bypassing cp.async for 128-bit operands; the edit makes it
+    ``CacheOperation::Always``): its rows are kept apart from the installed tree's, and
+    ``--compare`` reports the configuration whose copies changed."""
+    import yaml
+
+    from threadmap.gpu import toolchain
+
+    real = toolchain.cutlass_include()
+    assert real is not None
+    tree = patched_tree(real, tmp_path / "include", "cutlass/gemm/threadblock/default_mma.h",
+                        "? cutlass::arch::CacheOperation::Global", "? cutlass::arch::CacheOperation::Always")
+    assert toolchain.cutlass_identity(tree).startswith(toolchain.cutlass_version(real) + "+")
+    name = "cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_tn_align8"
+    db = tmp_path / "s.db"
+    base = ["sweep", "--kernels", name, "--db", str(db), "--jobs", "1", "--format", "json"]
+    assert CliRunner().invoke(main, base).exit_code == 0
+    r = CliRunner().invoke(main, [*base, "--cutlass-include", str(tree), "--compare", toolchain.cutlass_version(real)])
+    data = json.loads(r.stdout)
+    cmp = data["comparison"]
+    assert (cmp["compared"], cmp["missing"]) == (1, 0)
+    (row,) = cmp["rows"]
+    assert row["kernel"] == name and "the spec differs (thread maps, layouts or copy atoms)" in row["changes"]
+    assert r.exit_code == (1 if row["verdict"] == "regression" else 0), r.output
+    con = sqlite3.connect(str(db))
+    atoms = {c: {s["copy"]["atom"] for s in yaml.safe_load(spec)["stages"] if isinstance(s, dict)}
+             for c, spec in con.execute("SELECT cutlass, spec FROM results")}
+    con.close()
+    assert atoms == {toolchain.cutlass_version(real): {"SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>"},
+                     toolchain.cutlass_identity(tree): {"SM80_CP_ASYNC_CACHEALWAYS<uint128_t>"}}
+    # a tree the database has no rows of, and a folder that is no include tree: one line, exit 2
+    r = CliRunner().invoke(main, [*base, "--compare", "9.9.9"])
+    assert r.exit_code == 2 and "holds no rows of CUTLASS 9.9.9" in r.output
+    r = CliRunner().invoke(main, [*base, "--cutlass-include", str(tmp_path)])
+    assert r.exit_code == 2 and "not a CUTLASS include folder" in r.output

@@ -69,6 +69,18 @@ def draw(report: SweepReport, con: Any) -> None:
         for why in report.unproved:
             u.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
         con.print(u)
+    cmp = report.comparison
+    if cmp is not None:
+        con.print(f"Against CUTLASS {cmp.against}: {cmp.compared} configurations compared, {cmp.regressions} "
+                  f"regressions, {cmp.improvements} improvements, {cmp.changed} changed otherwise, {cmp.unchanged} "
+                  f"unchanged; {cmp.missing} without a row of {cmp.against}", markup=False)
+        if cmp.rows:
+            c = Table(title=f"Changes from CUTLASS {cmp.against} to {report.cutlass}", title_justify="left")
+            for col in ("verdict", "configuration family", "kernel", "kernels", "changes"):
+                c.add_column(col, overflow="fold", justify="right" if col == "kernels" else "left")
+            for row in cmp.rows:
+                c.add_row(row.verdict, row.family, row.kernel, str(row.kernels), "; ".join(row.changes))
+            con.print(c)
     if report.not_in_slice:
         con.print("Not in this slice (counted only): " + ", ".join(
             f"{k} {v}" for k, v in sorted(report.not_in_slice.items(), key=lambda kv: -kv[1])), markup=False)
@@ -113,6 +125,12 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="run the extractions and verifications on a Dask cluster (tcp://scheduler:8786), or on "
                    "local:N, a LocalCluster of N worker processes started here; the database stays here")
+@click.option("--cutlass-include", "cutlass_include", default=None, type=click.Path(file_okay=False),
+              help="another CUTLASS include folder to extract from (a newer release, a checkout); its rows are kept "
+                   "apart from the installed headers' in the database")
+@click.option("--compare", "compare", default=None, metavar="VERSION",
+              help="compare each configuration's result with the database's row of another CUTLASS header tree "
+                   "(its version, e.g. 4.2.0, or the identity a report printed): regressions exit 1")
 @click.option("--prove", "prove", is_flag=True,
               help="also prove each configuration's spec over the problem sizes its kernel accepts (threadmap prove: "
                    "z3 size classes and the simulator); a refuted property is a finding")
@@ -120,7 +138,8 @@ def draw(report: SweepReport, con: Any) -> None:
               help="seconds one spec may take to prove (its undecided properties are then UNKNOWN)")
 def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
               jobs: int | None, batch: int, cuda_version: str | None, count_only: bool,
-              explorer: str | None, dask_address: str | None, prove: bool, prove_timeout: float) -> None:
+              explorer: str | None, dask_address: str | None, cutlass_include: str | None, compare: str | None,
+              prove: bool, prove_timeout: float) -> None:
     """Audit CUTLASS's kernel library: run its generator, group the kernels by the
     configuration that decides their data movement, extract each 2.x GEMM configuration's
     global to shared copies from the real templates (host-side), and verify them.
@@ -133,9 +152,11 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
       threadmap sweep --format html -o report/
       threadmap sweep --dask tcp://scheduler:8786 --batch 16
       threadmap sweep --kernels 'cutlass_tensorop_f16_s16816gemm_f16_128x128_32x3_*_align8' --prove
+      threadmap sweep --db lib.db --cutlass-include ~/cutlass/include --compare 4.2.0
 
-    Exit status: 0 no findings, 1 findings (spec files with -o), 2 usage (an unknown
-    architecture, a filter that matches no kernel), 3 internal error.
+    Exit status: 0 no findings, 1 findings (spec files with -o) or, with --compare,
+    regressions, 2 usage (an unknown architecture, a filter that matches no kernel, a
+    --compare tree the database lacks), 3 internal error.
     """
     from threadmap.sweep.library import DEFAULT_CUDA_VERSION
     from threadmap.sweep.report import DEFAULT_EXPLORER, check_explorer
@@ -144,7 +165,8 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     # an empty value is a mistake (an unset shell variable), not the default: -o '' would write
     # into the current folder, --db '' open the default database
     for name, value in (("--db", db_path), ("-o", out_dir), ("--explorer", explorer), ("--dask", dask_address),
-                        ("--cuda-version", cuda_version)):
+                        ("--cuda-version", cuda_version), ("--cutlass-include", cutlass_include),
+                        ("--compare", compare)):
         if value is not None and not value.strip():
             raise UsageError(f"{name}: empty; leave the option out for its default")
     archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
@@ -180,7 +202,8 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path is not None else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
                    out=out, count_only=count_only, dask=dask_address or None, prove=prove,
-                   prove_timeout=prove_timeout)
+                   prove_timeout=prove_timeout, compare=compare,
+                   cutlass_include=Path(cutlass_include).expanduser() if cutlass_include is not None else None)
     report = run_with_progress(opts)
     if fmt == "html":
         write_page(report, page, base, spec_links=out is not None)

@@ -9,6 +9,7 @@ source and options) or, without a GPU, checked with ``nvcc -x cu`` for each arch
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -42,13 +43,9 @@ def cutlass_include() -> Path | None:
     """The CUTLASS/CuTe include folder: ``$THREADMAP_CUTLASS_INCLUDE``, else the installed
     ``nvidia-cutlass`` package's (found without importing it: only its headers are used)."""
     env = os.environ.get("THREADMAP_CUTLASS_INCLUDE")
-    if env:
-        inc = Path(env)
-    else:
-        spec = importlib.util.find_spec("cutlass_library")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+    if not env:
+        return default_cutlass_include()
+    inc = Path(env)
     return inc if (inc / "cute" / "tensor.hpp").exists() else None
 
 
@@ -127,6 +124,58 @@ def cutlass_version(inc: Path) -> str:
     return ".".join(got.get(k, "?") for k in ("MAJOR", "MINOR", "PATCH"))
 
 
+@contextmanager
+def using_cutlass_include(inc: Path | None) -> Iterator[None]:
+    """``$THREADMAP_CUTLASS_INCLUDE`` set to ``inc`` for the block (and the processes started
+    in it), then as it was; ``None`` changes nothing."""
+    if inc is None:
+        yield
+        return
+    old = os.environ.get("THREADMAP_CUTLASS_INCLUDE")
+    os.environ["THREADMAP_CUTLASS_INCLUDE"] = str(inc)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("THREADMAP_CUTLASS_INCLUDE", None)
+        else:
+            os.environ["THREADMAP_CUTLASS_INCLUDE"] = old
+
+
+def default_cutlass_include() -> Path | None:
+    """The installed ``nvidia-cutlass`` package's include folder (``$THREADMAP_CUTLASS_INCLUDE``
+    aside)."""
+    spec = importlib.util.find_spec("cutlass_library")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    inc = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+    return inc if (inc / "cute" / "tensor.hpp").exists() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _tree_hash(inc: Path) -> str:
+    """A hash of every file under ``inc`` (its path and content): tells two header trees of
+    one version apart (a checkout between releases, a patched copy)."""
+    h = hashlib.sha256()
+    files = sorted(Path(d, f) for d, _, fs in os.walk(inc, followlinks=True) for f in fs)
+    for p in files:  # a tree of links (a patched copy) is hashed by what the links reach
+        h.update(str(p.relative_to(inc)).encode() + b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()[:10]
+
+
+def cutlass_identity(inc: Path) -> str:
+    """The identity of a header tree in cache keys and the sweep's store: its version for the
+    installed package's headers, and the version with a hash of the files (``3.8.0+1a2b3c4d5e``)
+    for any other tree (``$THREADMAP_CUTLASS_INCLUDE``, ``sweep --cutlass-include``), whose
+    version alone may not tell it from the installed one."""
+    default = default_cutlass_include()
+    version = cutlass_version(inc)
+    if default is not None and inc.resolve() == default.resolve():
+        return version
+    return f"{version}+{_tree_hash(inc.resolve())}"
+
+
 def _key(source: str, flags: Sequence[str], inc: Path) -> str:
     """A cache key of a compile: the source, the flags (include folders left out: the same
     headers may sit elsewhere on another machine), the CUTLASS version and threadmap's own
@@ -134,7 +183,7 @@ def _key(source: str, flags: Sequence[str], inc: Path) -> str:
     kept = [f for f in flags if not f.startswith("-I")]
     # a source may include any of them
     headers = "".join(h.read_text() for h in sorted(include_dir().glob("*.h")))
-    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_version(inc), headers]).encode()).hexdigest()[:24]
+    return hashlib.sha256("\0".join([source, " ".join(kept), cutlass_identity(inc), headers]).encode()).hexdigest()[:24]
 
 
 def _run(cmd: Sequence[str], what: str, timeout: float = 1800) -> None:

@@ -277,7 +277,7 @@ def _context() -> str:
     """What every configuration's output depends on besides its kernel: the CUTLASS headers'
     version and threadmap's headers."""
     inc = toolchain.cutlass_include()
-    version = toolchain.cutlass_version(inc) if inc is not None else "?"
+    version = toolchain.cutlass_identity(inc) if inc is not None else "?"
     return version + "\0" + "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
 
 

@@ -330,10 +330,15 @@ def parse_fields(f: dict[str, str]) -> Extracted3x:
 
 
 @functools.cache
+def _own_headers() -> str:
+    return "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
+
+
 def _context() -> str:
+    """What every configuration's output depends on besides its kernel: the CUTLASS header
+    tree's identity (a sweep may switch trees, ``--cutlass-include``) and threadmap's headers."""
     inc = toolchain.cutlass_include()
-    version = toolchain.cutlass_version(inc) if inc is not None else "?"
-    return version + "\0" + "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
+    return (toolchain.cutlass_identity(inc) if inc is not None else "?") + "\0" + _own_headers()
 
 
 def output_key(cfg: Configuration) -> str:

@@ -63,6 +63,11 @@ class Options:
     #: ``prove_timeout`` seconds (its undecided properties then UNKNOWN)
     prove: bool = False
     prove_timeout: float = 120.0
+    #: another CUTLASS include folder to extract from (instead of the installed package's)
+    cutlass_include: Path | None = None
+    #: the header tree (its version, or the identity a report printed) whose stored rows this
+    #: run's results are compared with, configuration by configuration
+    compare: str | None = None
 
 
 @dataclass
@@ -117,6 +122,31 @@ class ProofRow:
 
 
 @dataclass
+class ChangeRow:
+    """One configuration whose result differs between two CUTLASS header trees."""
+
+    family: str
+    kernel: str              # its first kernel (its spec file's name with -o)
+    kernels: int
+    verdict: str             # "regression", "improvement" or "changed" (the spec or a reason alone)
+    changes: list[str]
+
+
+@dataclass
+class Comparison:
+    """This run's results against another header tree's stored results (``--compare``)."""
+
+    against: str
+    compared: int = 0        # configurations with a row of both trees
+    unchanged: int = 0
+    regressions: int = 0
+    improvements: int = 0
+    changed: int = 0
+    missing: int = 0         # configurations without a row of ``against``
+    rows: list[ChangeRow] = field(default_factory=list)
+
+
+@dataclass
 class SweepReport:
     architectures: list[str]
     kernels_filter: str
@@ -131,6 +161,7 @@ class SweepReport:
     proofs: list[ProofRow] = field(default_factory=list)
     #: why properties were not decided, by class of reason (the configurations and kernels)
     unproved: list[ReasonRow] = field(default_factory=list)
+    comparison: Comparison | None = None
     configurations: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0                      # configurations read back from the store
     reverified: int = 0                  # ... whose stored spec an older verifier judged: verified again
@@ -142,7 +173,7 @@ class SweepReport:
 
     @property
     def exit_status(self) -> int:
-        return 1 if self.findings else 0
+        return 1 if self.findings or (self.comparison is not None and self.comparison.regressions) else 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,8 +223,17 @@ def _not_analysed(cfg: Configuration, digest: str, kind: str, detail: str) -> Re
 
 
 # --- work done in the pool's processes ---------------------------------------------------------
-def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], headers: str) -> list[Any]:
-    """Extract one batch; per configuration a not-analysed Result or (digest, Written)."""
+def extract_batch(configs: Sequence[Configuration], digests: Sequence[str], headers: str,
+                  include: str | None = None) -> list[Any]:
+    """Extract one batch (from the CUTLASS include folder ``include``, default the installed
+    package's); per configuration a not-analysed Result or (digest, Written)."""
+    from threadmap.gpu import toolchain
+
+    with toolchain.using_cutlass_include(Path(include) if include else None):
+        return _extract_batch(configs, digests, headers)
+
+
+def _extract_batch(configs: Sequence[Configuration], digests: Sequence[str], headers: str) -> list[Any]:
     from threadmap.sweep.extract import extract
     from threadmap.sweep.extract_sm90 import extract as extract3x
     from threadmap.sweep.interleaved import interleave_of, interleaved_spec_text
@@ -379,6 +419,17 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     filter selects, from this run and from the store."""
     from threadmap.gpu import toolchain
 
+    inc = opts.cutlass_include
+    if inc is not None and not ((inc / "cute" / "tensor.hpp").is_file() and (inc / "cutlass" / "version.h").is_file()):
+        raise SweepError(f"--cutlass-include {inc}: not a CUTLASS include folder (it needs cute/tensor.hpp and "
+                         "cutlass/version.h)")
+    with toolchain.using_cutlass_include(inc):
+        return _sweep(opts, progress)
+
+
+def _sweep(opts: Options, progress: Progress | None) -> SweepReport:
+    from threadmap.gpu import toolchain
+
     start = time.time()
     if opts.dask:
         check_address(opts.dask)
@@ -391,12 +442,13 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     configs = group(ops)
     todo_cfgs = [c for c in configs if in_slice(c)]
     inc = toolchain.cutlass_include()
-    headers = toolchain.cutlass_version(inc) if inc is not None else "?"
+    headers = toolchain.cutlass_identity(inc) if inc is not None else "?"
     db = opts.db if opts.db is not None else default_db()
     report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], [], {})
     from threadmap.sweep.specs import Written
 
-    with Store(db) as store:
+    with Store(db, headers) as store:
+        against = None if opts.compare is None else resolve_against(opts.compare, store.identities(), db)
         done = store.done()
         results: dict[str, Result] = {}
         pending: list[tuple[Configuration, str]] = []
@@ -434,6 +486,8 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
         if r is not None:
             r.kernels = list(c.kernels)
     _summarise(report, configs, results, headers)
+    if against is not None:
+        report.comparison = compare(against, todo_cfgs, results, done, headers)
     if opts.out is not None:
         write_specs(report, results, opts.out)
     report.seconds = time.time() - start
@@ -494,7 +548,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
         # (a killed sweep keeps them), instead of queueing behind every extraction
         if batches:
             batch = batches.pop(0)
-            futures[workers.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers)] = \
+            futures[workers.submit(extract_batch, [c for c, _ in batch], [d for _, d in batch], headers,
+                                   None if opts.cutlass_include is None else str(opts.cutlass_include))] = \
                 ("extract", len(batch))
 
     try:
@@ -543,6 +598,93 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
         for f in futures:
             f.cancel()
         workers.close()
+
+
+def resolve_against(want: str, identities: Sequence[str], db: Path) -> str:
+    """The header tree ``--compare`` names: an identity the store's rows hold, or the one tree
+    of that version (taken as named where older rows do not record their tree)."""
+    if want in identities:
+        return want
+    hits = [i for i in identities if i.split("+")[0] == want]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits and "" in identities:
+        return want  # rows written before the store recorded trees: their digests hold it
+    if not hits:
+        held = ", ".join(identities) or "no rows"
+        raise SweepError(f"--compare {want}: {db} holds no rows of CUTLASS {want} (it holds: {held}); sweep "
+                         "those headers into it first")
+    raise SweepError(f"--compare {want}: {db} holds several header trees of {want}: {', '.join(hits)}; name one")
+
+
+#: per cost check, the count and the unit it is per (what a change of cost is measured in)
+COST_RATIOS = {"coalescing": ("sectors", "requests", "sectors per request"),
+               "bank_conflicts": ("wavefronts", "instructions", "wavefronts per instruction")}
+
+
+def _checks(entries: Sequence[dict[str, Any]]) -> set[str]:
+    return {" ".join(str(x) for x in (e["check"], e.get("stage"), e.get("side")) if x is not None) for e in entries}
+
+
+def compare_results(old: Result, new: Result) -> tuple[str, list[str]]:
+    """How ``new`` differs from ``old`` (one configuration under two header trees): the
+    verdict ("regression" when anything got worse: a status, a new finding or cost, more
+    sectors or wavefronts per request; "improvement" when only better; "changed" when only
+    the spec or a reason differs; "unchanged") and the changes, worst first."""
+    worse: list[str] = []
+    better: list[str] = []
+    other: list[str] = []
+    rank = {"pass": 0, "fail": 1, "not_analysed": 2}
+    if old.status != new.status:
+        what = f"{old.status} -> {new.status}" + (f" ({_short(new.reason)})" if new.status == "not_analysed" else "")
+        (worse if rank[new.status] > rank[old.status] else better).append(what)
+    elif new.status == "not_analysed" and (old.reason_kind, old.reason) != (new.reason_kind, new.reason):
+        other.append(f"reason: {_short(old.reason)} -> {_short(new.reason)}")
+    for entries, what in (("findings", "finding"), ("warnings", "cost")):
+        was, now = _checks(getattr(old, entries)), _checks(getattr(new, entries))
+        worse += [f"new {what}: {c}" for c in sorted(now - was)]
+        better += [f"{what} gone: {c}" for c in sorted(was - now)]
+    olds = {(c["check"], c["stage"], c["side"]): c["summary"] for c in old.costs}
+    for c in new.costs:
+        key = (c["check"], c["stage"], c["side"])
+        if key not in olds or c["check"] not in COST_RATIOS:
+            continue
+        count, per, unit = COST_RATIOS[c["check"]]
+        a, b = (s.get(count, 0) / max(1, s.get(per, 0)) for s in (olds[key], c["summary"]))
+        if a != b:
+            (worse if b > a else better).append(f"{c['check']} stage {key[1]} {key[2]}: {a:g} -> {b:g} {unit}")
+    if old.spec_hash != new.spec_hash and old.spec and new.spec:
+        other.append("the spec differs (thread maps, layouts or copy atoms)")
+    verdict = "regression" if worse else "improvement" if better else "changed" if other else "unchanged"
+    return verdict, [*worse, *better, *other]
+
+
+def compare(against: str, configs: Sequence[Configuration], results: dict[str, Result], stored: dict[str, Result],
+            headers: str) -> Comparison:
+    """Each configuration's result now against its stored row of the tree ``against``."""
+    out = Comparison(against)
+    for c in configs:
+        new, old = results.get(c.digest(headers)), stored.get(c.digest(against))
+        if new is None:
+            continue
+        if old is None:
+            out.missing += 1
+            continue
+        out.compared += 1
+        verdict, changes = compare_results(old, new)
+        if verdict == "unchanged":
+            out.unchanged += 1
+            continue
+        if verdict == "regression":
+            out.regressions += 1
+        elif verdict == "improvement":
+            out.improvements += 1
+        else:
+            out.changed += 1
+        out.rows.append(ChangeRow(c.label, c.kernels[0], len(c.kernels), verdict, changes))
+    order = {"regression": 0, "improvement": 1, "changed": 2}
+    out.rows.sort(key=lambda r: (order[r.verdict], -r.kernels, r.kernel))
+    return out
 
 
 def _short(text: str) -> str:

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS results (
   verifier TEXT NOT NULL DEFAULT '1',
   proof TEXT NOT NULL DEFAULT '[]',
   prover TEXT NOT NULL DEFAULT '',
+  cutlass TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (digest, extractor)
 );
 CREATE INDEX IF NOT EXISTS results_spec ON results (spec_hash);
@@ -90,10 +91,14 @@ class Result:
 
 
 class Store:
-    """The results database (created with its folder when missing)."""
+    """The results database (created with its folder when missing).  ``cutlass``: the header
+    tree's identity that the rows written through this store belong to (``toolchain.
+    cutlass_identity``; the digest holds it too, the column lets ``--compare`` find a tree's
+    rows by its version)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cutlass: str = "") -> None:
         self.path = path
+        self.cutlass = cutlass
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(path), timeout=60, isolation_level=None)
@@ -111,6 +116,9 @@ class Store:
             if "prover" not in columns:
                 self.conn.execute("ALTER TABLE results ADD COLUMN proof TEXT NOT NULL DEFAULT '[]'")
                 self.conn.execute("ALTER TABLE results ADD COLUMN prover TEXT NOT NULL DEFAULT ''")
+            # a file from before --compare: its rows' header trees are not known
+            if "cutlass" not in columns:
+                self.conn.execute("ALTER TABLE results ADD COLUMN cutlass TEXT NOT NULL DEFAULT ''")
         except (OSError, sqlite3.Error) as e:
             raise SweepError(f"--db {path}: cannot open the results database: {e}") from None
 
@@ -151,6 +159,13 @@ class Store:
                                    PROVER_VERSION)).fetchone()
         return None if r is None else self.done_one(r[0])
 
+    def identities(self) -> list[str]:
+        """The header trees this extractor's rows belong to ('' for rows written before the
+        store recorded them)."""
+        with self._guard("read"):
+            return [r[0] for r in self.conn.execute(
+                "SELECT DISTINCT cutlass FROM results WHERE extractor = ? ORDER BY cutlass", (EXTRACTOR_VERSION,))]
+
     def done_one(self, digest: str) -> Result | None:
         with self._guard("read"):
             for r in self._rows("WHERE digest = ? AND extractor = ?", (digest, EXTRACTOR_VERSION)):
@@ -176,12 +191,12 @@ class Store:
         try:
             self.conn.execute(
                 "INSERT OR REPLACE INTO results (digest, extractor, key, label, status, reason_kind, reason, findings, "
-                "warnings, spec, spec_hash, kernels, seconds, written, costs, verifier, proof, prover) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "warnings, spec, spec_hash, kernels, seconds, written, costs, verifier, proof, prover, cutlass) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (d["digest"], EXTRACTOR_VERSION, d["key"], d["label"], d["status"], d["reason_kind"], d["reason"],
                  json.dumps(d["findings"]), json.dumps(d["warnings"]), d["spec"], d["spec_hash"],
                  json.dumps(d["kernels"]), d["seconds"], time.time(), json.dumps(d["costs"]), d["verifier"],
-                 json.dumps(d["proof"]), d["prover"]))
+                 json.dumps(d["proof"]), d["prover"], self.cutlass))
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
