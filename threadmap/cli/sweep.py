@@ -15,7 +15,7 @@ from threadmap.cli.common import UsageError, path_text, print_rich
 from threadmap.sweep import DEFAULT_BATCH
 
 if TYPE_CHECKING:
-    from threadmap.sweep.run import Options, SweepReport
+    from threadmap.sweep.run import Options, ReasonRow, SweepReport
 
 
 def draw(report: SweepReport, con: Any) -> None:
@@ -47,13 +47,16 @@ def draw(report: SweepReport, con: Any) -> None:
             more = f" (+{len(r.specs) - 1})" if len(r.specs) > 1 else ""
             f.add_row(r.check, r.family, str(r.configurations), str(r.kernels), r.specs[0] + more, r.example)
         con.print(f)
-    if report.reasons:
-        n = Table(title="Not analysed", title_justify="left")
-        for col in ("reason", "configurations", "kernels", "example"):
-            n.add_column(col, overflow="fold")
-        for why in report.reasons:
-            n.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
-        con.print(n)
+    def reason_table(rows: list[ReasonRow], title: str, head: str) -> None:
+        if rows:
+            n = Table(title=title, title_justify="left")
+            for col in (head, "configurations", "kernels", "example"):
+                n.add_column(col, overflow="fold")
+            for why in rows:
+                n.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
+            con.print(n)
+
+    reason_table(report.reasons, "Not analysed", "reason")
     if report.proofs:
         pr = Table(title="Proofs over the size ranges (--prove): configurations (kernels)", title_justify="left")
         for col in ("property", "proved", "refuted", "unknown"):
@@ -62,13 +65,7 @@ def draw(report: SweepReport, con: Any) -> None:
             pr.add_row(p.property, f"{p.proved} ({p.kernels_proved})", f"{p.refuted} ({p.kernels_refuted})",
                        f"{p.unknown} ({p.kernels_unknown})")
         con.print(pr)
-    if report.unproved:
-        u = Table(title="Why properties were not decided", title_justify="left")
-        for col in ("reason (numbers as N)", "configurations", "kernels", "example"):
-            u.add_column(col, overflow="fold")
-        for why in report.unproved:
-            u.add_row(why.reason, str(why.configurations), str(why.kernels), why.example)
-        con.print(u)
+    reason_table(report.unproved, "Why properties were not decided", "reason (numbers as N)")
     cmp = report.comparison
     if cmp is not None:
         con.print(f"Against CUTLASS {cmp.against}: {cmp.compared} configurations compared, {cmp.regressions} "

@@ -99,7 +99,7 @@ class FindingRow:
 
 @dataclass
 class ReasonRow:
-    """Configurations not analysed, by class of reason."""
+    """Configurations not analysed (or with properties not proved), by class of reason."""
 
     reason: str
     configurations: int
