@@ -36,7 +36,7 @@ def test_bad_generator_arguments(argv: list[str], says: str, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("option", ["--db", "-o", "--explorer", "--dask", "--cuda-version"])
 def test_an_empty_value_is_not_the_default(option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # -o '' was the current folder (sweep.json and warnings/ written there), --db '' the default database
+    # -o '' was the current folder (sweep.report.json and warnings/ written there), --db '' the default database
     monkeypatch.chdir(tmp_path)
     _one_line_2(["--count", option, ""], f"{option}: empty")
     assert list(tmp_path.iterdir()) == []

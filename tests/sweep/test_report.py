@@ -234,7 +234,7 @@ def test_the_command_writes_the_page_and_the_json_carries_the_groups(
     r = CliRunner().invoke(main, ["sweep", "--kernels", KERNELS, "--db", str(db), "--format", "html", "-o", str(out)])
     assert r.exit_code == 1, r.output   # the planted finding
     parse((out / "index.html").read_text())
-    data = json.loads((out / "sweep.json").read_text())
+    data = json.loads((out / "sweep.report.json").read_text())
     assert data["report"] == json.loads(json.dumps(grouped(report, _spec_of(rows))))
     for g in data["report"]["groups"]:
         assert (out / g["spec"]).exists()

@@ -142,7 +142,7 @@ def test_the_command_reports_counts_and_json(tmp_path: Path, extracted: dict[str
     assert (gemm["kind"], gemm["kernels"], gemm["configurations"], gemm["analysed"], gemm["kernels_analysed"]) == \
         ("gemm", 7, 6, 6, 7)
     assert data["reasons"] == []
-    assert json.loads((out / "sweep.json").read_text()) == data
+    assert json.loads((out / "sweep.report.json").read_text()) == data
     # the narrow-alignment configuration's extra sectors are a cost, with its spec to reproduce it
     warned = {w["check"] for w in data["warnings"]}
     assert "coalescing" in warned
@@ -178,6 +178,11 @@ def test_a_finding_is_reported_with_its_spec_and_exit_1(tmp_path: Path, extracte
     assert f["specs"] == ["cutlass_simt_sgemm_128x128_8x4_tn_align1.yaml"]
     spec = out / f["specs"][0]
     assert spec.exists() and "PitchLinearStripminedThreadMap" in spec.read_text()
+    # the folder verifies as it is: its specs (the finding was planted: they pass), not the report
+    assert (out / "sweep.report.json").exists()
+    r = CliRunner().invoke(main, ["verify", str(out), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert {Path(run["path"]).name for run in json.loads(r.stdout)["runs"]} == {p.name for p in out.rglob("*.yaml")}
 
 
 def test_verify_text_keeps_a_failing_check_and_the_costs(extracted: dict[str, Extracted]) -> None:

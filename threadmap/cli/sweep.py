@@ -108,7 +108,7 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table", show_default=True,
               help="html: one self-contained page (DIR/index.html with -o DIR, or -o FILE.html)")
 @click.option("-o", "--output", "out_dir", default=None, type=click.Path(),
-              help="a folder for one reproducible spec per configuration with findings, and sweep.json "
+              help="a folder for one reproducible spec per configuration with findings, and sweep.report.json "
                    "(and index.html with --format html); with --format html also a FILE.html")
 @click.option("--explorer", default=None,
               help="the Layout Explorer the report's spec links open (default http://127.0.0.1:8000/)")
@@ -210,9 +210,9 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
-            (out / "sweep.json").write_text(text)
+            (out / "sweep.report.json").write_text(text)
         except OSError as e:
-            raise UsageError(f"-o {path_text(str(out))}: cannot write sweep.json: {e.strerror or e}") from None
+            raise UsageError(f"-o {path_text(str(out))}: cannot write sweep.report.json: {e.strerror or e}") from None
     if fmt == "json":
         click.echo(text, nl=False)
     elif fmt == "table":

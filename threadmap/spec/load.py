@@ -201,7 +201,8 @@ MAX_SCAN = 200_000
 
 def iter_spec_files(path: str | Path) -> list[Path]:
     """Spec files under ``path`` (itself if a file), sorted; JSON Schema files
-    (``*.schema.json``) are skipped, as are directories that cannot be read and symbolic links
+    (``*.schema.json``) and reports (``*.report.json``: ``threadmap sweep -o DIR`` writes one
+    beside its specs) are skipped, as are directories that cannot be read and symbolic links
     to directories (no cycles).  More than ``MAX_SCAN`` entries is an error."""
     p = Path(path)
     if p.is_file():
@@ -215,7 +216,8 @@ def iter_spec_files(path: str | Path) -> list[Path]:
                             "folder of the specs")
         for name in files:
             f = Path(root) / name
-            if f.suffix.lower() in SPEC_SUFFIXES and not name.endswith(".schema.json") and f.is_file():
+            if f.suffix.lower() in SPEC_SUFFIXES and not name.endswith((".schema.json", ".report.json")) \
+                    and f.is_file():
                 out.append(f)
     return sorted(out)
 
