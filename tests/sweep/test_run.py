@@ -362,6 +362,13 @@ def test_another_header_tree_is_swept_apart_and_compared(tmp_path: Path, extract
     con.close()
     assert atoms == {toolchain.cutlass_version(real): {"SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>"},
                      toolchain.cutlass_identity(tree): {"SM80_CP_ASYNC_CACHEALWAYS<uint128_t>"}}
+    # the page has the comparison too
+    page = tmp_path / "page.html"
+    r = CliRunner().invoke(main, [*base[:-2], "--format", "html", "-o", str(page), "--cutlass-include", str(tree),
+                                  "--compare", toolchain.cutlass_version(real)])
+    html = page.read_text()
+    assert f"Changes from CUTLASS {toolchain.cutlass_version(real)} to {toolchain.cutlass_identity(tree)}" in html
+    assert name in html
     # a tree the database has no rows of, and a folder that is no include tree: one line, exit 2
     r = CliRunner().invoke(main, [*base, "--compare", "9.9.9"])
     assert r.exit_code == 2 and "holds no rows of CUTLASS 9.9.9" in r.output

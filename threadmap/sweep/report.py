@@ -216,6 +216,7 @@ def grouped(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPLOR
             "reasons": [asdict(r) for r in report.reasons],
             "proofs": [asdict(p) for p in report.proofs],
             "unproved": [asdict(r) for r in report.unproved],
+            "comparison": asdict(report.comparison) if report.comparison is not None else None,
             "not_in_slice": dict(report.not_in_slice),
             "distributions": {"sectors_per_128_bytes": dist.get("coalescing", {}),
                               "wavefronts_per_instruction": dist.get("bank_conflicts", {})}}
@@ -407,6 +408,16 @@ def html_page(report: SweepReport, spec_of: SpecOf, explorer: str = DEFAULT_EXPL
         parts.append(_table(("reason (numbers as N)", "configurations", "kernels", "example"),
                             [[escape(r.reason), str(r.configurations), str(r.kernels), escape(r.example)]
                              for r in report.unproved], numeric=(1, 2)))
+    cmp = report.comparison
+    if cmp is not None:
+        parts.append(f"<h2>Changes from CUTLASS {escape(cmp.against)} to {escape(report.cutlass)}</h2>")
+        parts.append(f"<p>{cmp.compared} configurations compared: {cmp.regressions} regressions, "
+                     f"{cmp.improvements} improvements, {cmp.changed} changed otherwise, {cmp.unchanged} unchanged; "
+                     f"{cmp.missing} without a row of {escape(cmp.against)}.</p>")
+        if cmp.rows:
+            parts.append(_table(("verdict", "configuration family", "kernel", "kernels", "changes"),
+                                [[escape(r.verdict), escape(r.family), escape(r.kernel), str(r.kernels),
+                                  escape("; ".join(r.changes))] for r in cmp.rows], numeric=(3,)))
     if ss:
         parts.append("<h2>Costs across the analysed configurations</h2>")
         for check, label in _PLOT_CHECKS:
