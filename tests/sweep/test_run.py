@@ -249,7 +249,7 @@ def test_check_text_proves_over_the_ranges_and_a_refutation_is_a_finding() -> No
     proofs: dict[str, run_mod.ProofRow] = {}
     unproved: dict[str, run_mod.ReasonRow] = {}
     stopped = {"error": "the proving process died (exit 9)"}
-    run_mod._tally_proof([doc, stopped], 3, proofs, unproved)
+    run_mod.tally_proof([doc, stopped], "kern", 3, proofs, unproved)
     assert (proofs["coverage"].refuted, proofs["coverage"].kernels_refuted) == (1, 3)
     assert (proofs["vectorize"].unknown, proofs["vectorize"].proved) == (1, 0)
     assert [(u.reason, u.configurations) for u in unproved.values()] == [
@@ -296,6 +296,10 @@ def test_prove_in_the_sweep_is_stored_reused_and_redone_from_the_stored_spec(
     with con:
         con.execute("UPDATE results SET prover = '0'")
     con.close()
+    # --count does nothing: the row as stored, its old proof counted
+    counted_only = sweep(Options(kernels=name, db=db, prove=True, count_only=True))
+    assert calls == [] and counted_only.reproved == 0 and counted_only.kinds[0].passed == 1
+    assert counted_only.proofs and counted_only.not_proved == 0
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 1, r.output
     data = json.loads(r.stdout)
@@ -374,3 +378,93 @@ def test_another_header_tree_is_swept_apart_and_compared(tmp_path: Path, extract
     assert r.exit_code == 2 and "holds no rows of CUTLASS 9.9.9" in r.output
     r = CliRunner().invoke(main, [*base, "--cutlass-include", str(tmp_path)])
     assert r.exit_code == 2 and "not a CUTLASS include folder" in r.output
+    fake = tmp_path / "fake"
+    for f in ("cute/tensor.hpp", "cutlass/version.h"):  # the files, but no version in them
+        (fake / f).parent.mkdir(parents=True, exist_ok=True)
+        (fake / f).write_text("")
+    r = CliRunner().invoke(main, [*base, "--cutlass-include", str(fake)])
+    assert r.exit_code == 2 and "defines CUTLASS_MAJOR" in r.output
+
+
+def _row(status: str, findings: list[dict[str, Any]] = (), costs: list[dict[str, Any]] = (),  # type: ignore[assignment]
+         proof: list[dict[str, Any]] = (), spec: str = "s") -> Any:  # type: ignore[assignment]
+    from threadmap.sweep.store import Result
+
+    return Result("d", "k", "label", status, "", "does not compile" if status == "not_analysed" else "",
+                  list(findings), [], spec if status != "not_analysed" else "", spec, ["kern"], 0.0, list(costs),
+                  proof=list(proof), prover="1" if proof else "")
+
+
+def _cost(wavefronts: int, document: int = 0) -> dict[str, Any]:
+    return {"check": "bank_conflicts", "stage": 0, "side": "dst", "tensor": "sA", "document": document,
+            "summary": {"wavefronts": wavefronts, "instructions": 4}}
+
+
+def test_compare_results_judges_like_for_like() -> None:
+    """What ``--compare`` calls a regression: only what both rows measured.  A configuration
+    that compiles now is an improvement (its costs were unknown, not new); a refuted property
+    on the one side that was proved is no change of the headers; costs of two spec documents
+    (a sparse GEMM's A and E) are told apart."""
+    from threadmap.sweep.run import compare_results
+
+    fixed = compare_results(_row("not_analysed"), _row("pass", costs=[_cost(8)]))
+    assert fixed == ("improvement", ["not_analysed -> pass"])
+    broke = compare_results(_row("pass", costs=[_cost(8)]), _row("not_analysed"))
+    assert broke[0] == "regression" and broke[1][0].startswith("pass -> not_analysed (does not compile")
+    refuted = {"check": "prove coverage", "stage": None, "side": None, "message": "m"}
+    proof = [{"properties": [], "timeout": 120.0}]
+    assert compare_results(_row("fail", [refuted], proof=proof), _row("pass"))[0] == "unchanged"
+    assert compare_results(_row("pass", proof=proof), _row("fail", [refuted], proof=proof)) == (
+        "regression", ["pass -> fail", "new finding: prove coverage"])
+    two = [_cost(8, 0), _cost(8, 1)]
+    verdict, changes = compare_results(_row("pass", costs=two), _row("pass", costs=[_cost(8, 0), _cost(16, 1)]))
+    assert (verdict, changes) == ("regression", ["bank_conflicts 0 dst sA (document 2): 2 -> 4 wavefronts per "
+                                                 "instruction"])
+
+
+def test_a_proof_stands_until_a_longer_time_limit_could_decide_more() -> None:
+    unknown = [{"timeout": 30.0, "properties": [{"property": "coverage", "status": "UNKNOWN"}]}]
+    decided = [{"timeout": 30.0, "properties": [{"property": "coverage", "status": "PROVED"}]}]
+    assert run_mod.proof_current(_row("pass", proof=unknown), Options(prove=True, prove_timeout=30.0))
+    assert not run_mod.proof_current(_row("pass", proof=unknown), Options(prove=True, prove_timeout=60.0))
+    assert run_mod.proof_current(_row("pass", proof=decided), Options(prove=True, prove_timeout=600.0))
+    assert not run_mod.proof_current(_row("pass"), Options(prove=True))
+
+
+def test_compare_names_a_tree_the_database_holds() -> None:
+    from threadmap.sweep.library import SweepError
+
+    db = Path("x.db")
+    assert run_mod.resolve_against("4.2.0", ["3.8.0+ab", "4.2.0"], db, False) == "4.2.0"
+    assert run_mod.resolve_against("3.8.0", ["3.8.0+ab", "4.2.0"], db, False) == "3.8.0+ab"
+    assert run_mod.resolve_against("4.1.0", [""], db, True) == "4.1.0"  # older rows: by their digests
+    for want, held in (("9.9.9", ["", "4.2.0"]), ("3.8.0", ["3.8.0+ab", "3.8.0+cd"])):
+        with pytest.raises(SweepError, match=f"--compare {want}"):
+            run_mod.resolve_against(want, held, db, False)
+
+
+def test_a_header_trees_identity_survives_odd_entries(tmp_path: Path) -> None:
+    """Links back up the tree, broken links and FIFOs neither stop nor hang the hash (a tree
+    with them hashes as the same tree without); a regular file's change changes it."""
+    import os
+
+    from threadmap.gpu import toolchain
+
+    def tree(name: str, tensor: str = "//\n") -> Path:
+        root = tmp_path / name
+        (root / "cutlass").mkdir(parents=True)
+        (root / "cute").mkdir()
+        (root / "cute" / "tensor.hpp").write_text(tensor)
+        (root / "cutlass" / "version.h").write_text("#define CUTLASS_MAJOR 9\n#define CUTLASS_MINOR 1\n"
+                                                    "#define CUTLASS_PATCH 2\n")
+        return root
+
+    plain = toolchain.cutlass_identity(tree("plain"))
+    assert plain.startswith("9.1.2+")
+    odd = tree("odd")
+    (odd / "cutlass" / "up").symlink_to(odd)
+    (odd / "loop").symlink_to(odd / "loop")
+    (odd / "gone").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(odd / "fifo")
+    assert toolchain.cutlass_identity(odd) == plain
+    assert toolchain.cutlass_identity(tree("edited", "// edited\n")) != plain

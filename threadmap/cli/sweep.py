@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -66,11 +67,18 @@ def draw(report: SweepReport, con: Any) -> None:
                        f"{p.unknown} ({p.kernels_unknown})")
         con.print(pr)
     reason_table(report.unproved, "Why properties were not decided", "reason (numbers as N)")
+    def counted(count: int, what: str) -> str:
+        return f"{count} {what}{'' if count == 1 else 's'}"
+
+    if report.not_proved:
+        con.print(f"{counted(report.not_proved, 'analysed configuration')} without a proof (sweep with --prove)",
+                  markup=False)
     cmp = report.comparison
     if cmp is not None:
-        con.print(f"Against CUTLASS {cmp.against}: {cmp.compared} configurations compared, {cmp.regressions} "
-                  f"regressions, {cmp.improvements} improvements, {cmp.changed} changed otherwise, {cmp.unchanged} "
-                  f"unchanged; {cmp.missing} without a row of {cmp.against}", markup=False)
+        con.print(f"Against CUTLASS {cmp.against}: {counted(cmp.compared, 'configuration')} compared, "
+                  f"{counted(cmp.regressions, 'regression')}, {counted(cmp.improvements, 'improvement')}, "
+                  f"{cmp.changed} changed otherwise, {cmp.unchanged} unchanged; {cmp.missing} without a row of "
+                  f"{cmp.against}", markup=False)
         if cmp.rows:
             c = Table(title=f"Changes from CUTLASS {cmp.against} to {report.cutlass}", title_justify="left")
             for col in ("verdict", "configuration family", "kernel", "kernels", "changes"):
@@ -82,11 +90,9 @@ def draw(report: SweepReport, con: Any) -> None:
         con.print("Not in this slice (counted only): " + ", ".join(
             f"{k} {v}" for k, v in sorted(report.not_in_slice.items(), key=lambda kv: -kv[1])), markup=False)
 
-    def counted(count: int, what: str) -> str:
-        return f"{count} {what}{'' if count == 1 else 's'}"
-
     analysed = sum(k.analysed for k in report.kinds)
-    con.print(f"{counted(sum(k.configurations for k in report.kinds), 'configuration')} stand for "
+    configurations = sum(k.configurations for k in report.kinds)
+    con.print(f"{counted(configurations, 'configuration')} {'stands' if configurations == 1 else 'stand'} for "
               f"{counted(sum(k.kernels for k in report.kinds), 'kernel')}; {analysed} analysed "
               f"({counted(sum(k.kernels_analysed for k in report.kinds), 'kernel')}), "
               f"{sum(k.with_findings for k in report.kinds)} with findings; {report.reused} read from "
@@ -131,12 +137,13 @@ def draw(report: SweepReport, con: Any) -> None:
 @click.option("--prove", "prove", is_flag=True,
               help="also prove each configuration's spec over the problem sizes its kernel accepts (threadmap prove: "
                    "z3 size classes and the simulator); a refuted property is a finding")
-@click.option("--prove-timeout", type=click.FloatRange(min=1, max=86400), default=120.0, show_default=True,
-              help="seconds one spec may take to prove (its undecided properties are then UNKNOWN)")
+@click.option("--prove-timeout", type=click.FloatRange(min=1, max=86400), default=None,
+              help="seconds one spec may take to prove, default 120 (its undecided properties are then UNKNOWN; "
+                   "a rerun with a longer limit proves those again)")
 def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, out_dir: str | None,
               jobs: int | None, batch: int, cuda_version: str | None, count_only: bool,
               explorer: str | None, dask_address: str | None, cutlass_include: str | None, compare: str | None,
-              prove: bool, prove_timeout: float) -> None:
+              prove: bool, prove_timeout: float | None) -> None:
     """Audit CUTLASS's kernel library: run its generator, group the kernels by the
     configuration that decides their data movement, extract each 2.x GEMM configuration's
     global to shared copies from the real templates (host-side), and verify them.
@@ -166,6 +173,10 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
                         ("--compare", compare)):
         if value is not None and not value.strip():
             raise UsageError(f"{name}: empty; leave the option out for its default")
+    if prove_timeout is not None and not prove:
+        raise UsageError("--prove-timeout: give --prove too (it limits the proofs)")
+    if prove_timeout is not None and not math.isfinite(prove_timeout):
+        raise UsageError(f"--prove-timeout {prove_timeout}: not a number of seconds")
     archs = tuple(a.strip() for a in architectures.replace(",", ";").split(";") if a.strip())
     out = Path(out_dir) if out_dir is not None else None
     page: Path | None = None   # the HTML page's file
@@ -199,7 +210,7 @@ def sweep_cmd(architectures: str, kernels: str, db_path: str | None, fmt: str, o
     opts = Options(architectures=archs, kernels=kernels, db=Path(db_path) if db_path is not None else None,
                    jobs=jobs or os.cpu_count() or 1, batch=batch, cuda_version=cuda_version or DEFAULT_CUDA_VERSION,
                    out=out, count_only=count_only, dask=dask_address or None, prove=prove,
-                   prove_timeout=prove_timeout, compare=compare,
+                   prove_timeout=120.0 if prove_timeout is None else prove_timeout, compare=compare,
                    cutlass_include=Path(cutlass_include).expanduser() if cutlass_include is not None else None)
     report = run_with_progress(opts)
     if fmt == "html":

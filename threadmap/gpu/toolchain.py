@@ -157,11 +157,41 @@ def _tree_hash(inc: Path) -> str:
     """A hash of every file under ``inc`` (its path and content): tells two header trees of
     one version apart (a checkout between releases, a patched copy)."""
     h = hashlib.sha256()
-    files = sorted(Path(d, f) for d, _, fs in os.walk(inc, followlinks=True) for f in fs)
-    for p in files:  # a tree of links (a patched copy) is hashed by what the links reach
+    for p in _regular_files(inc):
         h.update(str(p.relative_to(inc)).encode() + b"\0")
-        h.update(p.read_bytes())
+        try:
+            h.update(p.read_bytes())
+        except OSError as e:  # a file that cannot be read cannot be included either: named, not skipped
+            h.update(f"unreadable: {e.strerror}".encode())
     return h.hexdigest()[:10]
+
+
+def _regular_files(root: Path) -> list[Path]:
+    """The regular files under ``root``, links followed (a tree of links to another is hashed
+    by what they reach), each folder once (a link back up is no loop); broken links, FIFOs and
+    devices left out (no compiler reads them as headers)."""
+    out: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        for e in entries:
+            try:
+                if e.is_dir():  # follows links
+                    stack.append(Path(e.path))
+                elif e.is_file():
+                    out.append(Path(e.path))
+            except OSError:  # a link loop or a vanished entry
+                continue
+    return sorted(out)
 
 
 def cutlass_identity(inc: Path) -> str:

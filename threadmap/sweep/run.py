@@ -162,6 +162,8 @@ class SweepReport:
     #: why properties were not decided, by class of reason (the configurations and kernels)
     unproved: list[ReasonRow] = field(default_factory=list)
     comparison: Comparison | None = None
+    #: analysed configurations without a proof, where some configuration of the report has one
+    not_proved: int = 0
     configurations: list[dict[str, Any]] = field(default_factory=list)
     reused: int = 0                      # configurations read back from the store
     reverified: int = 0                  # ... whose stored spec an older verifier judged: verified again
@@ -313,7 +315,7 @@ def verify_text(text: str, name: str) -> tuple[str, list[dict[str, Any]], list[d
         # each finding and warning names its document: the spec file and link that reproduce it
         return (status, [{**f, "document": i} for i, p in enumerate(parts) for f in p[1]],
                 [{**w, "document": i} for i, p in enumerate(parts) for w in p[2]],
-                [c for p in parts for c in p[3]], sum(p[4] for p in parts), err)
+                [{**c, "document": i} for i, p in enumerate(parts) for c in p[3]], sum(p[4] for p in parts), err)
     t0 = time.process_time()
     try:
         loaded = loads_spec(text, "yaml", name)
@@ -371,11 +373,21 @@ def prove_text(text: str, name: str, timeout_s: float) -> list[dict[str, Any]]:
         if isinstance(run, str) or kind != "ok":
             out.append({"error": str(run).splitlines()[0][:400] if str(run) else kind})
             continue
-        out.append({"seconds": round(run.seconds, 3), "bits": run.bits, "properties": [
+        out.append({"seconds": round(run.seconds, 3), "timeout": timeout_s, "bits": run.bits, "properties": [
             {"property": p.property, "status": p.status, "method": p.method, "classes": p.classes,
              "reason": p.reason[:300], "sizes": p.sizes, "precondition": list(p.precondition),
              **({"finding": p.findings[0].message[:300]} if p.findings else {})} for p in run.properties]})
     return out
+
+
+def proof_current(row: Result, opts: Options) -> bool:
+    """Whether a stored row's proof stands for ``--prove`` now: the current prover's, and
+    either every property decided or a time limit at least this run's."""
+    if row.prover != PROVER_VERSION or not row.proof:
+        return False
+    return all(doc.get("timeout", 0) >= opts.prove_timeout
+               or all(p["status"] != "UNKNOWN" for p in doc.get("properties", [{"status": "UNKNOWN"}]))
+               for doc in row.proof)
 
 
 def proof_findings(proof: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -420,9 +432,10 @@ def sweep(opts: Options, progress: Progress | None = None) -> SweepReport:
     from threadmap.gpu import toolchain
 
     inc = opts.cutlass_include
-    if inc is not None and not ((inc / "cute" / "tensor.hpp").is_file() and (inc / "cutlass" / "version.h").is_file()):
-        raise SweepError(f"--cutlass-include {inc}: not a CUTLASS include folder (it needs cute/tensor.hpp and "
-                         "cutlass/version.h)")
+    if inc is not None and not ((inc / "cute" / "tensor.hpp").is_file() and (inc / "cutlass" / "version.h").is_file()
+                                and "?" not in toolchain.cutlass_version(inc)):
+        raise SweepError(f"--cutlass-include {inc}: not a CUTLASS include folder (it needs cute/tensor.hpp and a "
+                         "cutlass/version.h that defines CUTLASS_MAJOR, CUTLASS_MINOR and CUTLASS_PATCH)")
     with toolchain.using_cutlass_include(inc):
         return _sweep(opts, progress)
 
@@ -448,8 +461,9 @@ def _sweep(opts: Options, progress: Progress | None) -> SweepReport:
     from threadmap.sweep.specs import Written
 
     with Store(db, headers) as store:
-        against = None if opts.compare is None else resolve_against(opts.compare, store.identities(), db)
         done = store.done()
+        against = None if opts.compare is None else resolve_against(
+            opts.compare, store.identities(), db, any(c.digest(opts.compare) in done for c in todo_cfgs))
         results: dict[str, Result] = {}
         pending: list[tuple[Configuration, str]] = []
         stored_specs: list[tuple[Configuration, str, Any]] = []
@@ -457,7 +471,8 @@ def _sweep(opts: Options, progress: Progress | None) -> SweepReport:
             d = c.digest(headers)
             row = done.get(d)
             current = row is not None and row.verifier == VERIFIER_VERSION
-            if row is not None and ((current and (not opts.prove or row.prover == PROVER_VERSION)) or not row.spec):
+            if row is not None and ((current and (not opts.prove or proof_current(row, opts))) or not row.spec
+                                    or opts.count_only):
                 results[d] = row
                 report.reused += 1
                 continue
@@ -479,6 +494,8 @@ def _sweep(opts: Options, progress: Progress | None) -> SweepReport:
             pending, stored_specs = [], []
         if pending:
             toolchain.require()  # nvcc and the headers, or a clear error before any work
+        if pending or stored_specs:
+            store.check_writable()
         _run_pending(opts, pending, headers, store, results, report, progress, stored_specs)
     # the kernels of this run (a stored row may come from a run with another filter)
     for c in todo_cfgs:
@@ -533,6 +550,8 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
         # an equal spec verified already (here or in the store) or on its way is not verified again
         h = written.content_hash
         src = verified_by_hash.get(h) or store.by_spec(h, proved=opts.prove)
+        if src is not None and opts.prove and not proof_current(src, opts):
+            src = None  # proved with a shorter time limit: proved again
         if src is not None:
             report.shared_verifications += 1
             record(from_verified(digest, written, src))
@@ -600,19 +619,19 @@ def _run_pending(opts: Options, pending: list[tuple[Configuration, str]], header
         workers.close()
 
 
-def resolve_against(want: str, identities: Sequence[str], db: Path) -> str:
+def resolve_against(want: str, identities: Sequence[str], db: Path, held: bool) -> str:
     """The header tree ``--compare`` names: an identity the store's rows hold, or the one tree
-    of that version (taken as named where older rows do not record their tree)."""
-    if want in identities:
+    of that version; ``held``: some configuration has a row under ``want`` itself (rows
+    written before the store recorded their tree)."""
+    if want in identities or held:
         return want
+    identities = [i for i in identities if i]
     hits = [i for i in identities if i.split("+")[0] == want]
     if len(hits) == 1:
         return hits[0]
-    if not hits and "" in identities:
-        return want  # rows written before the store recorded trees: their digests hold it
     if not hits:
-        held = ", ".join(identities) or "no rows"
-        raise SweepError(f"--compare {want}: {db} holds no rows of CUTLASS {want} (it holds: {held}); sweep "
+        trees = ", ".join(identities) or "no rows that name their header tree"
+        raise SweepError(f"--compare {want}: {db} holds no rows of CUTLASS {want} (it holds: {trees}); sweep "
                          "those headers into it first")
     raise SweepError(f"--compare {want}: {db} holds several header trees of {want}: {', '.join(hits)}; name one")
 
@@ -622,37 +641,54 @@ COST_RATIOS = {"coalescing": ("sectors", "requests", "sectors per request"),
                "bank_conflicts": ("wavefronts", "instructions", "wavefronts per instruction")}
 
 
-def _checks(entries: Sequence[dict[str, Any]]) -> set[str]:
-    return {" ".join(str(x) for x in (e["check"], e.get("stage"), e.get("side")) if x is not None) for e in entries}
+def _place(e: dict[str, Any]) -> str:
+    """Where a finding, warning or cost is: its check, stage, side and tensor (and its spec
+    document, for a configuration of several)."""
+    doc = e.get("document", 0)
+    return " ".join(str(x) for x in (e["check"], e.get("stage"), e.get("side"), e.get("tensor") or None,
+                                     f"(document {doc + 1})" if doc else None) if x is not None)
+
+
+def _judged(r: Result, proofs: bool) -> tuple[str, list[dict[str, Any]]]:
+    """A row's status and findings as compared: without its proof's findings where the other
+    side has no proof (a property refuted on one side only is not a change of the headers)."""
+    if proofs or r.status == "not_analysed":
+        return r.status, r.findings
+    kept = [f for f in r.findings if not str(f["check"]).startswith("prove ")]
+    return ("fail" if kept else "pass"), kept
 
 
 def compare_results(old: Result, new: Result) -> tuple[str, list[str]]:
     """How ``new`` differs from ``old`` (one configuration under two header trees): the
     verdict ("regression" when anything got worse: a status, a new finding or cost, more
     sectors or wavefronts per request; "improvement" when only better; "changed" when only
-    the spec or a reason differs; "unchanged") and the changes, worst first."""
+    the spec or a reason differs; "unchanged") and the changes, worst first.  Findings and
+    costs are compared where both rows were analysed; proofs where both rows have one."""
     worse: list[str] = []
     better: list[str] = []
     other: list[str] = []
     rank = {"pass": 0, "fail": 1, "not_analysed": 2}
-    if old.status != new.status:
-        what = f"{old.status} -> {new.status}" + (f" ({_short(new.reason)})" if new.status == "not_analysed" else "")
-        (worse if rank[new.status] > rank[old.status] else better).append(what)
-    elif new.status == "not_analysed" and (old.reason_kind, old.reason) != (new.reason_kind, new.reason):
+    proofs = bool(old.proof) and bool(new.proof)
+    (was_status, was_found), (now_status, now_found) = _judged(old, proofs), _judged(new, proofs)
+    if was_status != now_status:
+        what = f"{was_status} -> {now_status}" + (f" ({_short(new.reason)})" if now_status == "not_analysed" else "")
+        (worse if rank[now_status] > rank[was_status] else better).append(what)
+    elif now_status == "not_analysed" and (old.reason_kind, old.reason) != (new.reason_kind, new.reason):
         other.append(f"reason: {_short(old.reason)} -> {_short(new.reason)}")
-    for entries, what in (("findings", "finding"), ("warnings", "cost")):
-        was, now = _checks(getattr(old, entries)), _checks(getattr(new, entries))
-        worse += [f"new {what}: {c}" for c in sorted(now - was)]
-        better += [f"{what} gone: {c}" for c in sorted(was - now)]
-    olds = {(c["check"], c["stage"], c["side"]): c["summary"] for c in old.costs}
-    for c in new.costs:
-        key = (c["check"], c["stage"], c["side"])
-        if key not in olds or c["check"] not in COST_RATIOS:
-            continue
-        count, per, unit = COST_RATIOS[c["check"]]
-        a, b = (s.get(count, 0) / max(1, s.get(per, 0)) for s in (olds[key], c["summary"]))
-        if a != b:
-            (worse if b > a else better).append(f"{c['check']} stage {key[1]} {key[2]}: {a:g} -> {b:g} {unit}")
+    if "not_analysed" not in (was_status, now_status):
+        for (was_e, now_e), what in (((was_found, now_found), "finding"), ((old.warnings, new.warnings), "cost")):
+            was, now = {_place(e) for e in was_e}, {_place(e) for e in now_e}
+            worse += [f"new {what}: {c}" for c in sorted(now - was)]
+            better += [f"{what} gone: {c}" for c in sorted(was - now)]
+        olds = {_place(c): c["summary"] for c in old.costs}
+        for c in new.costs:
+            where = _place(c)
+            if where not in olds or c["check"] not in COST_RATIOS:
+                continue
+            count, per, unit = COST_RATIOS[c["check"]]
+            a, b = (s.get(count, 0) / max(1, s.get(per, 0)) for s in (olds[where], c["summary"]))
+            if a != b:
+                (worse if b > a else better).append(f"{where}: {a:g} -> {b:g} {unit}")
     if old.spec_hash != new.spec_hash and old.spec and new.spec:
         other.append("the spec differs (thread maps, layouts or copy atoms)")
     verdict = "regression" if worse else "improvement" if better else "changed" if other else "unchanged"
@@ -731,7 +767,9 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
                     fr.kernels += n
                     fr.specs.append(spec_file_name(c.kernels[0], int(first.get("document", 0))))
         if r.proof:
-            _tally_proof(r.proof, n, proofs, unproved)
+            tally_proof(r.proof, c.kernels[0], n, proofs, unproved)
+        elif r.status != "not_analysed":
+            report.not_proved += 1
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
                                       "warnings": r.warnings, "costs": r.costs, "proof": r.proof,
@@ -741,10 +779,12 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     report.warnings = sorted(warnings.values(), key=lambda f: (-f.kernels, f.check, f.family))
     report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
     report.proofs = list(proofs.values())
+    if not proofs:
+        report.not_proved = 0
     report.unproved = sorted(unproved.values(), key=lambda r: (-r.configurations, r.reason))
 
 
-def _tally_proof(proof: Sequence[dict[str, Any]], kernels: int, proofs: dict[str, ProofRow],
+def tally_proof(proof: Sequence[dict[str, Any]], kernel: str, kernels: int, proofs: dict[str, ProofRow],
                  unproved: dict[str, ReasonRow]) -> None:
     """Count one configuration's proof: per property its verdict over every document (refuted
     in one, else unknown in one, else proved; a document the prover stopped on is unknown in
@@ -759,7 +799,7 @@ def _tally_proof(proof: Sequence[dict[str, Any]], kernels: int, proofs: dict[str
             status = "UNKNOWN" if p is None else p["status"]
             if status == "UNKNOWN":
                 full = doc.get("error", "") if p is None else p["reason"]
-                why.setdefault(_reason_class(full), f"{name}: {_short(full)}")
+                why.setdefault(_reason_class(full), f"{kernel}: {name}: {_short(full)}")
             rank = ("PROVED", "UNKNOWN", "REFUTED")
             if rank.index(status) >= rank.index(verdicts.get(name, "PROVED")):
                 verdicts[name] = status
@@ -776,7 +816,10 @@ def _tally_proof(proof: Sequence[dict[str, Any]], kernels: int, proofs: dict[str
 
 def _reason_class(reason: str) -> str:
     """A reason with its numbers and sizes left out (what the summary groups by)."""
-    return re.sub(r"\d[\d,.]*", "N", _short(reason))[:160] or "no reason given"
+    text = re.sub(r"\d[\d,.]*", "N", _short(reason))
+    if len(text) > 160:  # at a word's end
+        text = text[:160].rsplit(" ", 1)[0] + " ..."
+    return text or "no reason given"
 
 
 def spec_documents(text: str) -> list[str]:

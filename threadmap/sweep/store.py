@@ -159,6 +159,16 @@ class Store:
                                    PROVER_VERSION)).fetchone()
         return None if r is None else self.done_one(r[0])
 
+    def check_writable(self) -> None:
+        """Fail now, not after the work, when rows cannot be written (a read-only file or
+        folder): a write that is rolled back."""
+        with self._guard("write to"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute("CREATE TABLE IF NOT EXISTS write_probe (x INTEGER)")
+            finally:
+                self.conn.execute("ROLLBACK")
+
     def identities(self) -> list[str]:
         """The header trees this extractor's rows belong to ('' for rows written before the
         store recorded them)."""
