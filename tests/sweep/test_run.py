@@ -376,6 +376,9 @@ def test_another_header_tree_is_swept_apart_and_compared(tmp_path: Path, extract
     # a tree the database has no rows of, and a folder that is no include tree: one line, exit 2
     r = CliRunner().invoke(main, [*base, "--compare", "9.9.9"])
     assert r.exit_code == 2 and "holds no rows of CUTLASS 9.9.9" in r.output
+    missing = tmp_path / "none.db"
+    r = CliRunner().invoke(main, [*base[:4], str(missing), *base[5:], "--compare", "4.2.0"])
+    assert r.exit_code == 2 and "does not exist" in r.output and not missing.exists()
     r = CliRunner().invoke(main, [*base, "--cutlass-include", str(tmp_path)])
     assert r.exit_code == 2 and "not a CUTLASS include folder" in r.output
     fake = tmp_path / "fake"

@@ -457,6 +457,8 @@ def _sweep(opts: Options, progress: Progress | None) -> SweepReport:
     inc = toolchain.cutlass_include()
     headers = toolchain.cutlass_identity(inc) if inc is not None else "?"
     db = opts.db if opts.db is not None else default_db()
+    if opts.compare is not None and not db.exists():  # refused before the file is made
+        raise SweepError(f"--compare {opts.compare}: {db} does not exist: sweep the other headers into it first")
     report = SweepReport(list(opts.architectures), opts.kernels, headers, str(db), [], [], [], [], {})
     from threadmap.sweep.specs import Written
 
