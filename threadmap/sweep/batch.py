@@ -10,6 +10,7 @@ they parse it into: a :class:`BatchProgram` names those.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -24,6 +25,19 @@ from threadmap.sweep.library import Configuration
 #: what an extractor parses a configuration's fields into (its failures included)
 E = TypeVar("E")
 
+
+
+@functools.cache
+def _own_headers() -> str:
+    return "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
+
+
+def output_context() -> str:
+    """What every configuration's printed fields depend on besides its kernel and program (a
+    part of each output cache key): the CUTLASS header tree's identity (a sweep may switch
+    trees, ``--cutlass-include``) and threadmap's own headers."""
+    inc = toolchain.cutlass_include()
+    return (toolchain.cutlass_identity(inc) if inc is not None else "?") + "\0" + _own_headers()
 
 @dataclass(frozen=True)
 class BatchProgram(Generic[E]):

@@ -27,8 +27,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from threadmap.gpu import toolchain
-from threadmap.sweep.batch import BatchProgram, run_batch
+from threadmap.sweep.batch import BatchProgram, output_context, run_batch
 from threadmap.sweep.extracted import Extracted, parse_operand, printed_ints
 from threadmap.sweep.library import CONV_KINDS, INTERLEAVED_GEMM, PLANAR_FAMILIES, SPARSE_FAMILY, Configuration
 
@@ -273,18 +272,10 @@ def parse_fields(f: dict[str, str]) -> Extracted:
                          error_kind="extraction output incomplete")
 
 
-def _context() -> str:
-    """What every configuration's output depends on besides its kernel: the CUTLASS headers'
-    version and threadmap's headers."""
-    inc = toolchain.cutlass_include()
-    version = toolchain.cutlass_identity(inc) if inc is not None else "?"
-    return version + "\0" + "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
-
-
 def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields: its kernel text, the program
-    around it and :func:`_context`, whichever batch printed it."""
-    text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), _context()])
+    around it and :func:`~threadmap.sweep.batch.output_context`, whichever batch printed it."""
+    text = "\0".join([_prelude([cfg]), _emitted(cfg, "c"), output_context()])
     if cfg.kind in CONV_KINDS or cfg.family in PLANAR_FAMILIES or cfg.family == SPARSE_FAMILY \
             or cfg.fields.get("layout_a") in INTERLEAVED_GEMM:
         text += "\0" + _calls(cfg, "c")

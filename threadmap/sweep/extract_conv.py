@@ -27,11 +27,9 @@ import numpy as np
 
 from threadmap.sweep.library import Configuration, is_strided_dgrad
 
-#: C++ of the oracle: checksums of an iterator's offsets (appended to the extraction prelude)
-CONV_ORACLE = """\
-namespace tm_sweep {
-
-// order-dependent checksums of a sequence of element offsets (-1: the access is off)
+#: C++ of the order-dependent checksums of a sequence of element offsets (-1: the access is
+#: off), as :func:`digest` computes them (each oracle's namespace has its own copy)
+OFFSETS_DIGEST = """\
 struct offsets_digest {
   unsigned long long n = 0, h1 = 0, h2 = 0;
   void add(long long v) {
@@ -41,7 +39,14 @@ struct offsets_digest {
     h2 += (2 * n + 1) * x * x;
   }
 };
+"""
 
+#: C++ of the oracle: checksums of an iterator's offsets (appended to the extraction prelude)
+CONV_ORACLE = """\
+namespace tm_sweep {
+
+// order-dependent checksums of a sequence of element offsets (-1: the access is off)
+""" + OFFSETS_DIGEST + """
 // every thread's accesses over `tiles` k-tiles of a CTA at (row, col) of the GEMM, as the
 // mainloop's prologue makes them (set_iteration_index(0), then valid, get and ++ per access,
 // then advance per k-tile)

@@ -22,7 +22,6 @@ runs on a GPU.  The printed fields are kept in the compile cache (``sweep3x_KEY.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from collections.abc import Sequence
@@ -30,8 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from threadmap.gpu import toolchain
-from threadmap.sweep.batch import BatchProgram, run_batch
+from threadmap.sweep.batch import BatchProgram, output_context, run_batch
 from threadmap.sweep.library import Configuration
 
 #: the problem the program builds the TMA descriptors for (M, N, K, L): multiples of every tile
@@ -329,22 +327,10 @@ def parse_fields(f: dict[str, str]) -> Extracted3x:
                            error_kind="extraction output incomplete")
 
 
-@functools.cache
-def _own_headers() -> str:
-    return "".join(h.read_text() for h in sorted(toolchain.include_dir().glob("*.h")))
-
-
-def _context() -> str:
-    """What every configuration's output depends on besides its kernel: the CUTLASS header
-    tree's identity (a sweep may switch trees, ``--cutlass-include``) and threadmap's headers."""
-    inc = toolchain.cutlass_include()
-    return (toolchain.cutlass_identity(inc) if inc is not None else "?") + "\0" + _own_headers()
-
-
 def output_key(cfg: Configuration) -> str:
     """The cache key of one configuration's printed fields (its kernel text, the program
     around it, the headers)."""
-    text = "\0".join([PRELUDE, _emitted(cfg, "c"), _context()])
+    text = "\0".join([PRELUDE, _emitted(cfg, "c"), output_context()])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -37,7 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from threadmap.sweep.extract_conv import INTERLEAVED_CONV, Family, NoFamily, digest, interleaved_family
+from threadmap.sweep.extract_conv import (
+    INTERLEAVED_CONV,
+    OFFSETS_DIGEST,
+    Family,
+    NoFamily,
+    digest,
+    interleaved_family,
+)
 from threadmap.sweep.extracted import Extracted, MapOffsets, Operand
 from threadmap.sweep.library import INTERLEAVED_GEMM, Configuration
 from threadmap.sweep.specs import (
@@ -56,16 +63,7 @@ from threadmap.sweep.specs import (
 GEMM_ORACLE = """\
 namespace tm_il {
 
-struct offsets_digest {
-  unsigned long long n = 0, h1 = 0, h2 = 0;
-  void add(long long v) {
-    unsigned long long x = (unsigned long long)(v + 2);
-    ++n;
-    h1 += n * x;
-    h2 += (2 * n + 1) * x * x;
-  }
-};
-
+""" + OFFSETS_DIGEST + """
 // the global layout object an iterator names, packed over `rows` x `cols`: its offset at every
 // element, row by row (the iterator itself cannot run host-side: its predicates are device code)
 template <class It> void layout_offsets(const char* id, const char* key, int rows, int cols) {

@@ -737,6 +737,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     reasons: dict[str, ReasonRow] = {}
     proofs: dict[str, ProofRow] = {}
     unproved: dict[str, ReasonRow] = {}
+    without_proof = 0
     for c in configs:
         row = rows[c.kind]
         if not in_slice(c):
@@ -771,7 +772,7 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
         if r.proof:
             tally_proof(r.proof, c.kernels[0], n, proofs, unproved)
         elif r.status != "not_analysed":
-            report.not_proved += 1
+            without_proof += 1
         report.configurations.append({"digest": r.digest, "label": c.label, "status": r.status,
                                       "reason_kind": r.reason_kind, "reason": r.reason, "findings": r.findings,
                                       "warnings": r.warnings, "costs": r.costs, "proof": r.proof,
@@ -781,9 +782,12 @@ def _summarise(report: SweepReport, configs: Sequence[Configuration], results: d
     report.warnings = sorted(warnings.values(), key=lambda f: (-f.kernels, f.check, f.family))
     report.reasons = sorted(reasons.values(), key=lambda r: (-r.configurations, r.reason))
     report.proofs = list(proofs.values())
-    if not proofs:
-        report.not_proved = 0
+    report.not_proved = without_proof if proofs else 0
     report.unproved = sorted(unproved.values(), key=lambda r: (-r.configurations, r.reason))
+
+
+#: a property's verdicts, weakest first: a configuration's is its documents' strongest
+VERDICT_RANK = ("PROVED", "UNKNOWN", "REFUTED")
 
 
 def tally_proof(proof: Sequence[dict[str, Any]], kernel: str, kernels: int, proofs: dict[str, ProofRow],
@@ -802,8 +806,7 @@ def tally_proof(proof: Sequence[dict[str, Any]], kernel: str, kernels: int, proo
             if status == "UNKNOWN":
                 full = doc.get("error", "") if p is None else p["reason"]
                 why.setdefault(_reason_class(full), f"{kernel}: {name}: {_short(full)}")
-            rank = ("PROVED", "UNKNOWN", "REFUTED")
-            if rank.index(status) >= rank.index(verdicts.get(name, "PROVED")):
+            if VERDICT_RANK.index(status) >= VERDICT_RANK.index(verdicts.get(name, "PROVED")):
                 verdicts[name] = status
     for name, status in verdicts.items():
         row = proofs.setdefault(name, ProofRow(name))
