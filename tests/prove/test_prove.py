@@ -387,3 +387,21 @@ def test_replicated_gemm_tiles_are_proved_and_a_planted_edge_refuted() -> None:
     assert {k for k, p in bad.items() if p.status != "PROVED"} == {"predicates"}
     n = bad["predicates"].sizes["N"]
     assert n % 32 != 0 and replay(path, bad["predicates"].sizes, "predicates")
+
+
+def test_nested_modes_and_quotients_are_taken_at_their_size() -> None:
+    # an implicit GEMM's im2col operand: top-level modes (Q,P,N) and (8,S,R,C/8), the quotient
+    # exact under C % 8 == 0.  The class properties are proved over (Q*P*N % 32, K % 32) and an
+    # unpredicated copy that the whole-tile samples pass is refuted at a ragged Q*P*N, replayed
+    # by verify; the strides ((Q+S-1)*C) are no monomials, so the access properties stay UNKNOWN
+    cases = ROOT / "tests" / "prove" / "cases"
+    good = props(prove([cases / "nested_implicit_gemm.yaml"], timeout_s=120).runs[0])
+    assert {k for k, p in good.items() if p.status != "PROVED"} == {"vectorize", "coalescing"}
+    assert "monomial strides" in good["coalescing"].reason
+    assert good["coverage"].classes == 32 * 4  # Q*P*N % 32, K % 32 in steps of 8
+    path = cases / "nested_implicit_gemm_unpredicated.yaml"
+    assert not any(r.status == "FAIL" for run in api.verify_spec(path) for r in run.results)
+    bad = props(prove([path], timeout_s=120).runs[0])
+    assert bad["predicates"].status == "REFUTED"
+    s = bad["predicates"].sizes
+    assert s["Q"] * s["P"] * s["N"] % 32 != 0 and replay(path, s, "predicates")

@@ -51,7 +51,7 @@ def _setup_loaded(loaded):  # type: ignore[no-untyped-def]
     space = SizeSpace(loaded)
     model0 = build_model(loaded, loaded.envs[0])
     try:
-        modes, reason = _tiled_modes(loaded, model0), None
+        modes, reason = _tiled_modes(loaded, space, model0), None
     except Unsupported as e:
         modes, reason = [], str(e)
     space.choose_bits([*space.grid, *space.relations, *[m.extent for m in modes]],
@@ -221,11 +221,13 @@ def test_prove_gives_the_old_pass_results(path: Path) -> None:
     assert _results(path, False) == _results(path, True)
 
 
-@pytest.mark.parametrize("name", ["planted_one_residue_grid.yaml", "row_smem.yaml"])
+@pytest.mark.parametrize("name", ["specs/ranges/planted_one_residue_grid.yaml", "specs/ranges/row_smem.yaml",
+                                  "tests/prove/cases/nested_implicit_gemm.yaml"])
 def test_size_classes_are_the_solvers_classes(name: str) -> None:
     """The classes read off small sizes and completed by z3 are those z3 enumerates one by one,
-    and each representative lies in its class."""
-    _, space, _, modes, _ = _setup(ROOT / "specs" / "ranges" / name)
+    and each representative lies in its class (the nested case: extents that are products of
+    sizes, Q*P*N, whose lead size's range ends before twice the tile)."""
+    _, space, _, modes, _ = _setup(ROOT / name)
     fast = list(size_classes(space, modes, 60_000))
     slow = list(enumerate_classes(space, class_terms(space, modes), 60_000))
     assert {c.values for c in fast} == {c.values for c in slow}

@@ -174,6 +174,57 @@ def test_the_account_is_the_second_runs_wavefronts() -> None:
         assert got == SECOND_RUN[t.kernel], t.kernel
 
 
+def _side_of(kind: str) -> str:
+    """The side a finding kind's label is measured on (``gemm tensorop: coalescing (...)``)."""
+    return confirm.SIDES[kind.split(": ", 1)[1].split(" ", 1)[0]]
+
+
+def _judged(t: confirm.Target, accounts: list[dict[str, dict[str, float]]], csv: Path) -> dict[str, list[confirm.Side]]:
+    """Each side of each recorded launch judged against its account (the shared side of a
+    target with a bypassing copy is not judged, as ``run`` does)."""
+    from threadmap.gpu.profile import parse_ncu_csv
+
+    rows = parse_ncu_csv(csv.read_text())
+    assert len(rows) == len(accounts)
+    bypass = any("CACHEGLOBAL" in a for a in confirm.cp_async_stages(t.spec).values())
+    return {side: [confirm.judge(side, a[side], confirm.counters(r)[side], bypass)
+                   for a, r in zip(accounts, rows, strict=True)] for side in confirm.SIDE_COUNTS}
+
+
+def test_the_account_is_the_third_runs_counts() -> None:
+    """The third H200 run (tests/sweep/data/confirm_h200_run3: four launches of each GEMM
+    program): with the fitted LDGSTS rule every count of both sides is the account's at all
+    twelve launches, so every finding kind of the three targets is confirmed."""
+    for t in confirm.load_manifest(ROOT / "tools/gpu/sweep_confirm"):
+        tile, stages = confirm.mainloop_of(t.kernel)
+        cleared = confirm.cleared_stage(t.spec, {**t.sizes, "K": tile[2]}, t.kernel)
+        accounts = [confirm.account(confirm.predict(t.spec, s, t.kernel)[0], cleared,
+                                    confirm.schedule(stages, s["K"] // tile[2]))
+                    for s in confirm.launch_sizes(t.sizes, tile[2], stages)]
+        sides = _judged(t, accounts, ROOT / "tests/sweep/data/confirm_h200_run3" / f"ncu_{t.kernel}.csv")
+        assert all(sd.agrees for v in sides.values() for sd in v), t.kernel
+        for kind in t.kinds:
+            assert confirm.verdict(_side_of(kind), sides[_side_of(kind)]) is True, kind
+
+
+def test_the_conv_account_is_the_h200s_counts() -> None:
+    """The convolution targets' H200 counters (tests/sweep/data/confirm_h200_conv, two launches
+    each): the global side is the account's at every launch of all four; the shared side of the
+    three whose copies are all L1-allocating is too, so both conv2d finding kinds are confirmed;
+    the Fprop align8 kernel's B copy is cp.async.cg, whose shared writes are not judged."""
+    folder = ROOT / "tests/sweep/data/confirm_h200_conv"
+    confirmed: dict[str, list[bool | None]] = {}
+    for t in confirm.load_manifest(folder):
+        sides = _judged(t, confirm.conv_account(t)["accounts"], folder / f"ncu_{t.kernel}.csv")
+        bypass = any("CACHEGLOBAL" in a for a in confirm.cp_async_stages(t.spec).values())
+        assert all(sd.agrees for sd in sides["global"]), t.kernel
+        assert all(sd.agrees is (None if bypass else True) for sd in sides["shared"]), t.kernel
+        for kind in t.kinds:
+            confirmed.setdefault(kind, []).append(confirm.verdict(_side_of(kind), sides[_side_of(kind)]))
+    assert set(confirmed) == {"conv2d tensorop: bank_conflicts (conflict)", "conv2d tensorop: coalescing (uncoalesced)"}
+    assert all(True in v for v in confirmed.values()) and False not in sum(confirmed.values(), [])
+
+
 def test_launches_separate_the_terms() -> None:
     """The launches: the warning's K first; one k-tile; kStages - 1 and kStages + 1 k-tiles
     (the same predicated-off stages, no zero-fill: their difference is two k-tiles' cost)."""

@@ -116,7 +116,7 @@ class AccessEncoding:
                                       "addresses are enumerated, not encoded)")
                 if sd.tensor is not None and sd.memory == "global" and sd.tensor.name not in self.forms:
                     self.forms[sd.tensor.name] = layout_monomials(spec.tensors[sd.tensor.name].layout,
-                                                                  self.names, self.fixed)
+                                                                  self.names, self.fixed, space.multiples())
         # the width: coordinates, extents and relative addresses must not wrap
         ienv = {k: Interval(lo, hi) for k, (lo, hi, _) in space.box.items()}
         self.gmax = [max(1, Interval.lift(g.apply(ienv)).hi) for g in space.grid]

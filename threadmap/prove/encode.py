@@ -13,8 +13,14 @@ spare, and a spec whose intermediates could be negative or exceed 64 bits is ref
 **Symbolic extents.**  A global tensor's top-level extents and strides are read from its
 layout as monomials ``c * M^a * N^b`` of the sizes: the layout is built with every size
 replaced by a distinct large prime and each leaf is factored over those primes (twice, with
-two prime sets, so a coincidence cannot pass).  A layout whose extents are not monomials
-(``M + 1``) has no symbolic form and its spec is not proved (UNKNOWN, never a pass).
+two prime sets, so a coincidence cannot pass).  A nested top-level mode (an implicit GEMM's
+``(Q,P,N)``) is taken at its size, ``Q*P*N``: coverage, predicates and the tile kinds are
+statements about the mode's coordinate, whatever its inner modes' strides (which are then not
+monomials, so the access properties stay UNKNOWN).  A size whose every admitted value is a
+multiple of ``m`` (its step, or an assumption such as ``K % 32 == 0``:
+:meth:`SizeSpace.multiples`) stands in as ``m * p``, so a quotient ``K/32`` inside a mode is
+exact.  A layout whose extents are not monomials (``M + 1``, ``K/64`` of a size stepped by
+32) has no symbolic form and its spec is not proved (UNKNOWN, never a pass).
 
 **Classes.**  A tiled global side with tile ``T_k`` along mode ``k`` and tile coordinate
 ``at_k = b_j`` (a block coordinate) touches tiles ``q = 0 .. G_j - 1``; each tile is
@@ -138,32 +144,65 @@ def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
     return Monomial(v, tuple(powers))
 
 
-def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None
+def _mode_size(x: Any) -> int:
+    """The size of a (possibly nested) mode's shape: the product of its leaves."""
+    if isinstance(x, tuple):
+        n = 1
+        for y in x:
+            n *= _mode_size(y)
+        return n
+    return int(x)
+
+
+def _in_sizes(v: Monomial | None, multiples: Mapping[str, int]) -> Monomial | None:
+    """A monomial of the stand-ins ``m_k * p_k`` read off over the primes ``p_k``, as a
+    monomial of the sizes ``s_k = m_k p_k`` (None when its coefficient is not a whole
+    multiple of ``prod m_k^a_k``: a quotient such as ``K/64`` of a size stepped by 32)."""
+    if v is None:
+        return None
+    div = 1
+    for name, k in v.powers:
+        div *= multiples.get(name, 1) ** k
+    return Monomial(v.coef // div, v.powers) if v.coef % div == 0 else None
+
+
+def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None,
+                     multiples: Mapping[str, int] | None = None
                      ) -> tuple[list[Monomial], list[Monomial] | None]:
     """The top-level extents of a layout string as monomials of the sizes ``names`` (the
     ``fixed`` sizes are their values), and its top-level strides when every one is an
-    integer leaf (None otherwise).  Raises :class:`Unsupported` when an extent is not a
-    monomial."""
+    integer leaf and a monomial (None otherwise).  A nested top-level mode's extent is its
+    size (``(Q,P,N)``: ``Q*P*N``), and its stride is not a leaf (so the strides are None).
+    ``multiples``: sizes every admitted value of which is a multiple of ``m``
+    (:meth:`SizeSpace.multiples`); their quotients (``K/32``) are then exact, and the forms
+    hold for the admitted sizes.  Raises :class:`Unsupported` when an extent is not a
+    monomial.
+
+    Law: for every admitted assignment ``env``, ``extent_k.value(env)`` is the size of the
+    layout's top-level mode ``k`` bound at ``env`` (and likewise each stride returned)."""
+    mult = {k: max(1, int(m)) for k, m in (multiples or {}).items() if k in names}
+    big = max(mult.values(), default=1)
     forms = []
     # stand-in primes near 2^40; near 2^18 when the layout has size expressions (M*N), so
-    # that a product of up to three sizes stays inside the layout's int64 range
+    # that a product of up to three sizes stays inside the layout's int64 range (a size
+    # stepped by m stands in as m * p, the primes that much smaller)
     starts = (1 << 18, 1 << 19) if LayoutTemplate.of(text).leaves else (1 << 40, 1 << 41)
     for start in starts:
-        primes = dict(zip(names, _primes(start, len(names)), strict=True))
-        lay = bind_layout(text, {**(fixed or {}), **primes}, checked=False)  # size expressions too
+        primes = dict(zip(names, _primes(max(1 << 8, start // big), len(names)), strict=True))
+        stand = {k: mult.get(k, 1) * p for k, p in primes.items()}
+        lay = bind_layout(text, {**(fixed or {}), **stand}, checked=False)  # size expressions too
         shp, std = layout_shape(lay), layout_stride(lay)
         shp = shp if isinstance(shp, tuple) else (shp,)
         std = std if isinstance(std, tuple) else (std,)
-        if not all(isinstance(s, int) for s in shp):
-            raise Unsupported(f"layout {text!r}: a top-level mode is nested")
-        ext = [_factor(s, primes) for s in shp]
+        ext = [_in_sizes(_factor(_mode_size(s), primes), mult) for s in shp]
         if any(e is None for e in ext):
             raise Unsupported(f"layout {text!r}: an extent is not a product of sizes and a constant")
-        strides = [_factor(d, primes) if type(d) is int else None for d in std]
+        strides = [_in_sizes(_factor(d, primes), mult) if type(d) is int else None for d in std]
         forms.append((ext, strides if all(s is not None for s in strides) else None))
-    if forms[0] != forms[1]:
+    if forms[0][0] != forms[1][0]:
         raise Unsupported(f"layout {text!r}: extents are not monomials of the sizes")
-    return forms[0]  # type: ignore[return-value]
+    # strides that are no monomials ((W+S-1)*K) leave the strides unknown, not the extents
+    return forms[0][0], forms[0][1] if forms[0][1] == forms[1][1] else None  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- the size space
@@ -209,6 +248,7 @@ class SizeSpace:
                                          for _, e, _ in LayoutTemplate.of(t.layout).leaves]
         self.bits = 64
         self.vars = {k: z3.BitVec(k, self.bits) for k in self.names}
+        self._multiples: dict[str, int] | None = None
 
     def choose_bits(self, terms: Sequence[Expr | Relation | Monomial], slack: int = 0) -> None:
         """Pick the bit-width from interval bounds of every term (intermediates included, plus
@@ -256,6 +296,29 @@ class SizeSpace:
         for r in self.relations:
             v = r.apply(env)
             out.append(v.e if isinstance(v, Sym) else z3.BoolVal(bool(v)))  # constants fold to a bool
+        return out
+
+    def multiples(self, timeout_ms: int = 5000) -> dict[str, int]:
+        """Per ranged size, a step ``m`` of every admitted value: the gcd of its smallest values
+        that its range and the assumptions about it alone admit (``K % 32 == 0``), kept when z3
+        shows no admitted assignment breaks it, else the range's ``multiple_of``.
+
+        Law: every assignment satisfying :meth:`constraints` has ``env[k] % multiples()[k] == 0``."""
+        if self._multiples is not None:
+            return self._multiples
+        out: dict[str, int] = {}
+        for k, (lo, hi, m) in self.box.items():
+            if hi == lo:
+                continue
+            vals = _axis_values(self, k, 64)
+            g = int(np.gcd.reduce(vals)) if vals.size else m
+            if g > m and g % m == 0:
+                s = z3.Solver()
+                s.set("timeout", timeout_ms)
+                s.add(*self.constraints(), z3.URem(self.vars[k], g) != 0)
+                g = g if s.check() == z3.unsat else m
+            out[k] = g if g % m == 0 else m
+        self._multiples = out
         return out
 
     def check_satisfiable(self, timeout_ms: int) -> None:
@@ -434,17 +497,21 @@ def timed_check(s: z3.Solver, deadline: float | None) -> Any:
 
 
 def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
-                deadline: float | None = None, size_vars: Sequence[Any] | None = None) -> z3.ModelRef | None:
+                deadline: float | None = None, size_vars: Sequence[Any] | None = None,
+                small: Sequence[Sequence[z3.BoolRef]] = ()) -> z3.ModelRef | None:
     """A model with ``extra``, smallest size bound first; None when there is none (one
     unbounded query answers that, without the bounded tiers).  ``size_vars``: the sizes as
-    ``s`` holds them (default: ``space.vars``)."""
+    ``s`` holds them (default: ``space.vars``).  ``small``: tiers of constraints tried before
+    the size bounds (few blocks: a representative whose grid is enumerated whole)."""
     vs = list(space.vars.values()) if size_vars is None else list(size_vars)
 
-    def solve(bound: int | None) -> z3.ModelRef | None:
+    def solve(bound: int | Sequence[z3.BoolRef] | None) -> z3.ModelRef | None:
         s.push()
         s.add(*extra)
-        if bound is not None:
+        if isinstance(bound, int):
             s.add(*[z3.ULE(v, bound) for v in vs])
+        elif bound is not None:
+            s.add(*bound)
         r = timed_check(s, deadline)
         m = s.model() if r == z3.sat else None
         s.pop()
@@ -454,7 +521,7 @@ def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
 
     if solve(None) is None:
         return None
-    for bound in BOUNDS:
+    for bound in [*small, *BOUNDS]:
         m = solve(bound)
         if m is not None:
             return m
@@ -501,6 +568,9 @@ def enumerate_classes(space: SizeSpace, terms: Sequence[tuple[str, Sym, z3.BoolR
         s.add(z3.Not(z3.And(same)))  # the class is done: later rounds look for other classes
 
 
+#: (blocks per grid entry, size bound) tried in turn by :func:`size_classes`'s solver queries
+#: before :data:`BOUNDS`
+SMALL_GRIDS: tuple[tuple[int, int], ...] = ((2, 1 << 10), (4, 1 << 10), (16, 1 << 16))
 #: size assignments scanned at most by :func:`size_classes` before z3 completes the list
 BOX_POINTS = 1 << 16
 #: ... when they are each tiled size's values up to twice its tile (a few arrays of int64 per
@@ -531,23 +601,39 @@ def _axis_values(space: SizeSpace, name: str, count: int, upto: int | None = Non
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
+def _lead_size(space: SizeSpace, extent: Monomial) -> str | None:
+    """The size that walks a tiled extent's residues in :func:`_box`: the extent itself when
+    it is one size, else its ranged factor of power one with the widest range (``Q*P*N``:
+    the others at their smallest values)."""
+    free = [(space.box[k][1] - space.box[k][0], -i, k) for i, (k, a) in enumerate(extent.powers)
+            if a == 1 and k in space.box and space.box[k][1] > space.box[k][0]]
+    return max(free)[2] if free else None
+
+
 def _box(space: SizeSpace, modes: Sequence[TiledMode] = ()) -> dict[str, np.ndarray]:
     """A grid of small size assignments: each ranged size from its minimum, in its steps (fixed
-    sizes pinned).  A size that is a tiled mode's extent gets the values up to twice its tile
-    (every residue with an interior tile beside it: each class's smallest representative), the
-    others a few, when that fits :data:`BOX_TILED_POINTS`; else every size as many values as
-    :data:`BOX_POINTS` allows."""
+    sizes pinned).  The lead size of a tiled mode's extent (:func:`_lead_size`) gets the values
+    up to twice its tile (every residue with an interior tile beside it: each class's smallest
+    representative); where its range ends before that, the extent's other factors get up to 8
+    values (``Q*P*N`` past ``N``'s range); the other sizes 4, 2 or 1 values: the most that fits
+    :data:`BOX_TILED_POINTS`; else every size as many values as :data:`BOX_POINTS` allows."""
     free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
     tiles: dict[str, int] = {}
+    short: set[str] = set()  # the other factors of extents whose lead cannot reach twice the tile
     for md in modes:
-        if md.extent.coef == 1 and len(md.extent.powers) == 1 and md.extent.powers[0][1] == 1:
-            k = md.extent.powers[0][0]
-            tiles[k] = max(tiles.get(k, 0), md.tile)
+        k = _lead_size(space, md.extent)
+        if k is None:
+            continue
+        tiles[k] = max(tiles.get(k, 0), md.tile)
+        if space.box[k][1] < space.box[k][0] + 2 * md.tile:
+            short |= {n for n, _ in md.extent.powers if n != k and n in free}
+    lead = {k: _axis_values(space, k, BOX_POINTS, space.box[k][0] + 2 * tiles[k]) for k in free if k in tiles}
     axes: dict[str, np.ndarray] = {}
-    for k in free:
-        lo = space.box[k][0]
-        axes[k] = _axis_values(space, k, BOX_POINTS, lo + 2 * tiles[k]) if k in tiles else _axis_values(space, k, 4)
-    if int(np.prod([max(1, a.size) for a in axes.values()], dtype=np.float64)) > BOX_TILED_POINTS:
+    for co, few in ((8, 4), (8, 2), (8, 1), (6, 1), (4, 1), (3, 1), (2, 1), (1, 1)):
+        axes = {k: lead[k] if k in lead else _axis_values(space, k, co if k in short else few) for k in free}
+        if int(np.prod([max(1, a.size) for a in axes.values()], dtype=np.float64)) <= BOX_TILED_POINTS:
+            break
+    else:
         per = int(BOX_POINTS ** (1 / max(1, len(free))))
         axes = {k: _axis_values(space, k, per) for k in free}
     for k in space.names:
@@ -614,6 +700,10 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     zterms = [t.e.translate(ctx) for _, t, _ in terms]
     zprefs = [p.translate(ctx) for _, _, p in terms if p is not None]
     zvars = [v.translate(ctx) for v in space.vars.values()]
+    # few blocks first: z3's model within a size bound can have a grid too large to enumerate
+    senv = space.sym_env()
+    zgrid = [space.bv(g.apply(senv)).translate(ctx) for g in space.grid]
+    small = [[*[z3.ULE(g, n) for g in zgrid], *[z3.ULE(v, b) for v in zvars]] for n, b in SMALL_GRIDS]
 
     def block(c: tuple[int, ...], p: tuple[bool, ...]) -> None:
         same = [t == v for t, v in zip(zterms, c, strict=True)]
@@ -624,16 +714,17 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
             block(c, p)
     extra = 0
     while True:
-        m = first_model(s, space, [], deadline, zvars)
+        m = first_model(s, space, [], deadline, zvars, small)
         if m is None:
             break
         c = tuple(m.eval(t, model_completion=True).as_long() for t in zterms)
         same = [t == v for t, v in zip(zterms, c, strict=True)]
-        best = first_model(s, space, same + zprefs, deadline, zvars) if zprefs else m
+        best = first_model(s, space, same + zprefs, deadline, zvars, small) if zprefs else m
         subs = [best] if best is not None else [
             sub for bits in itertools.product((True, False), repeat=len(zprefs))
             if (sub := first_model(s, space, same + [p if b else z3.Not(p) for p, b in
-                                                     zip(zprefs, bits, strict=True)], deadline, zvars)) is not None]
+                                                     zip(zprefs, bits, strict=True)], deadline, zvars, small))
+            is not None]
         for sub in subs:
             rep = tuple(sub.eval(v, model_completion=True).as_long() for v in zvars)
             p = tuple(bool(z3.is_true(sub.eval(zp, model_completion=True))) for zp in zprefs)

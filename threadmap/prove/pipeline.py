@@ -64,7 +64,7 @@ def pipeline_property(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel,
     for t in pipe.tma.values():
         text = loaded.spec.tensors[t.gmem].layout
         try:
-            extents, strides = layout_monomials(text, names)
+            extents, strides = layout_monomials(text, names, multiples=space.multiples())
         except Unsupported as err:
             return done("UNKNOWN", f"TMA copy {t.name!r}: {err}")
         if strides is None:

@@ -113,14 +113,14 @@ def _free_sizes(loaded: LoadedSpec) -> tuple[list[str], dict[str, int]]:
             {k: v for k, v in sizes.items() if isinstance(v, int)})
 
 
-def _tiled_modes(loaded: LoadedSpec, model: KernelModel) -> list[TiledMode]:
+def _tiled_modes(loaded: LoadedSpec, space: SizeSpace, model: KernelModel) -> list[TiledMode]:
     names, fixed = _free_sizes(loaded)
     out = []
     for sd in model.sides():
         if sd.memory != "global" or sd.tensor is None:
             continue
         where = f"stage {sd.stage} {sd.which}"
-        extents, _ = layout_monomials(loaded.spec.tensors[sd.tensor.name].layout, names, fixed)
+        extents, _ = layout_monomials(loaded.spec.tensors[sd.tensor.name].layout, names, fixed, space.multiples())
         if sd.at is None:
             # the whole tensor as one tile: a constant tile only when no extent is a size
             if any(e.powers for e in extents):
@@ -200,7 +200,7 @@ def _aliasing_property(loaded: LoadedSpec, space: SizeSpace, model: KernelModel,
     for name in written:
         text = loaded.spec.tensors[name].layout
         try:
-            extents, strides = layout_monomials(text, names, fixed)
+            extents, strides = layout_monomials(text, names, fixed, space.multiples())
         except Unsupported as e:
             return PropertyResult(property="aliasing", status="UNKNOWN", method="z3",
                                   seconds=time.perf_counter() - t0, reason=str(e))
@@ -403,7 +403,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
     model0 = build_model(loaded, loaded.envs[0])
     results: dict[str, PropertyResult] = {}
     try:
-        modes = _tiled_modes(loaded, model0)
+        modes = _tiled_modes(loaded, space, model0)
         terms_expr = [m.extent for m in modes]
         unsupported: str | None = None
     except Unsupported as e:
