@@ -405,3 +405,20 @@ def test_nested_modes_and_quotients_are_taken_at_their_size() -> None:
     assert bad["predicates"].status == "REFUTED"
     s = bad["predicates"].sizes
     assert s["Q"] * s["P"] * s["N"] % 32 != 0 and replay(path, s, "predicates")
+
+
+def test_extents_in_proportion_to_their_tiles_share_a_coordinate(tmp_path: Path) -> None:
+    # a sparse A (M, K/2) tiled 8 wide and B (K, N) tiled 16 deep along bz: K/2 is a monomial
+    # with denominator 2 and the two tiles cut at the same fraction, so the class properties are
+    # proved over (M % 32, N % 32) in steps of 4; A tiled 4 wide instead (K/8 tiles against
+    # K/16) puts bz on two different tilings: UNKNOWN, never PROVED
+    path = ROOT / "tests" / "prove" / "cases" / "sparse_half_k.yaml"
+    good = props(prove([path], timeout_s=120).runs[0])
+    assert {k for k, p in good.items() if p.status != "PROVED"} == {"vectorize", "coalescing"}
+    assert good["coverage"].classes == 8 * 8 and "K/2" in good["coalescing"].reason
+    text = path.read_text().replace("tile: [32, 8]", "tile: [32, 4]").replace("'(32,8):(1,32)'", "'(32,4):(1,32)'")
+    text = text.replace("shape: [32, 8], threads: 32,\n                      warp_thread_arrangement: [8, 4]",
+                        "shape: [32, 4], threads: 32,\n                      warp_thread_arrangement: [8, 4]")
+    assert text.count("[32, 4]") == 2
+    bad = props(prove_loaded(loads_spec(text, "yaml", "unlike.yaml"), 60))
+    assert bad["coverage"].status == "UNKNOWN" and "would depend on both" in bad["coverage"].reason

@@ -222,7 +222,8 @@ def test_prove_gives_the_old_pass_results(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["specs/ranges/planted_one_residue_grid.yaml", "specs/ranges/row_smem.yaml",
-                                  "tests/prove/cases/nested_implicit_gemm.yaml"])
+                                  "tests/prove/cases/nested_implicit_gemm.yaml",
+                                  "tests/prove/cases/sparse_half_k.yaml"])
 def test_size_classes_are_the_solvers_classes(name: str) -> None:
     """The classes read off small sizes and completed by z3 are those z3 enumerates one by one,
     and each representative lies in its class (the nested case: extents that are products of

@@ -117,6 +117,9 @@ class AccessEncoding:
                 if sd.tensor is not None and sd.memory == "global" and sd.tensor.name not in self.forms:
                     self.forms[sd.tensor.name] = layout_monomials(spec.tensors[sd.tensor.name].layout,
                                                                   self.names, self.fixed, space.multiples())
+                    if any(e.den != 1 for e in self.forms[sd.tensor.name][0]):
+                        raise Unsupported(f"tensor {sd.tensor.name}: an extent is a quotient of the sizes "
+                                          f"({', '.join(str(e) for e in self.forms[sd.tensor.name][0])})")
         # the width: coordinates, extents and relative addresses must not wrap
         ienv = {k: Interval(lo, hi) for k, (lo, hi, _) in space.box.items()}
         self.gmax = [max(1, Interval.lift(g.apply(ienv)).hi) for g in space.grid]

@@ -45,9 +45,11 @@ clauses, each representative with the smallest size bound that admits it (64, 10
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -78,22 +80,24 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class Monomial:
-    """``coef * prod(size ** power)``."""
+    """``coef * prod(size ** power) / den``, the division exact for the admitted sizes (``K/2``
+    of an even ``K``: :func:`layout_monomials` sets ``den`` only there)."""
 
     coef: int
     powers: tuple[tuple[str, int], ...]
+    den: int = 1
 
     def value(self, env: Mapping[str, Any]) -> Any:
         v: Any = self.coef
         for name, k in self.powers:
             for _ in range(k):
                 v = v * env[name]
-        return v
+        return v // self.den if self.den != 1 else v
 
     def __str__(self) -> str:
         parts = ([str(self.coef)] if self.coef != 1 or not self.powers else []) + \
             [n if k == 1 else f"{n}^{k}" for n, k in self.powers]
-        return "*".join(parts)
+        return "*".join(parts) + (f"/{self.den}" if self.den != 1 else "")
 
 
 def _is_prime(n: int) -> bool:
@@ -156,14 +160,16 @@ def _mode_size(x: Any) -> int:
 
 def _in_sizes(v: Monomial | None, multiples: Mapping[str, int]) -> Monomial | None:
     """A monomial of the stand-ins ``m_k * p_k`` read off over the primes ``p_k``, as a
-    monomial of the sizes ``s_k = m_k p_k`` (None when its coefficient is not a whole
-    multiple of ``prod m_k^a_k``: a quotient such as ``K/64`` of a size stepped by 32)."""
+    monomial of the sizes ``s_k = m_k p_k``: ``v.coef * prod p_k^a_k`` is ``v.coef * prod
+    s_k^a_k / prod m_k^a_k``, the division exact wherever every ``s_k`` is a multiple of its
+    ``m_k`` (``K/2`` of an even ``K``: ``den`` 2)."""
     if v is None:
         return None
     div = 1
     for name, k in v.powers:
         div *= multiples.get(name, 1) ** k
-    return Monomial(v.coef // div, v.powers) if v.coef % div == 0 else None
+    g = math.gcd(v.coef, div)
+    return Monomial(v.coef // g, v.powers, div // g)
 
 
 def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None,
@@ -174,9 +180,9 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
     integer leaf and a monomial (None otherwise).  A nested top-level mode's extent is its
     size (``(Q,P,N)``: ``Q*P*N``), and its stride is not a leaf (so the strides are None).
     ``multiples``: sizes every admitted value of which is a multiple of ``m``
-    (:meth:`SizeSpace.multiples`); their quotients (``K/32``) are then exact, and the forms
-    hold for the admitted sizes.  Raises :class:`Unsupported` when an extent is not a
-    monomial.
+    (:meth:`SizeSpace.multiples`); their quotients (``K/32``, and a top-level ``K/2``: a
+    monomial with ``den`` 2) are then exact, and the forms hold for the admitted sizes.  Raises
+    :class:`Unsupported` when an extent is not a monomial.
 
     Law: for every admitted assignment ``env``, ``extent_k.value(env)`` is the size of the
     layout's top-level mode ``k`` bound at ``env`` (and likewise each stride returned)."""
@@ -197,7 +203,10 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
         ext = [_in_sizes(_factor(_mode_size(s), primes), mult) for s in shp]
         if any(e is None for e in ext):
             raise Unsupported(f"layout {text!r}: an extent is not a product of sizes and a constant")
-        strides = [_in_sizes(_factor(d, primes), mult) if type(d) is int else None for d in std]
+        # strides stay whole monomials: the access encoding computes addresses modulo 2^n,
+        # where a division does not commute
+        strides = [d if d is not None and d.den == 1 else None
+                   for d in (_in_sizes(_factor(d, primes), mult) if type(d) is int else None for d in std)]
         forms.append((ext, strides if all(s is not None for s in strides) else None))
     if forms[0][0] != forms[1][0]:
         raise Unsupported(f"layout {text!r}: extents are not monomials of the sizes")
@@ -406,26 +415,33 @@ class _Numpy:
 
 
 def _components(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any],
-                be: Any) -> list[tuple[str, Any, Any]]:
-    """The class components over one backend (see :func:`class_terms`)."""
+                be: Any) -> list[tuple[str, Any, Any, frozenset[str]]]:
+    """The class components over one backend (see :func:`class_terms`), each with the sizes
+    it depends on."""
     grid = [be.value(g.apply(env)) for g in space.grid]
     by_var: dict[str, tuple[Monomial, int]] = {}
     for m in modes:
         if m.var is not None:
-            if by_var.setdefault(m.var, (m.extent, m.tile)) != (m.extent, m.tile):
-                e, t = by_var[m.var]
+            # extents in proportion to their tiles (a sparse A's K/2 by 32, its B's K by 64) cut
+            # their tiles at the same fraction: one coordinate's kinds decide both
+            e, t = by_var.setdefault(m.var, (m.extent, m.tile))
+            if (Fraction(e.coef, e.den * t), e.powers) != (Fraction(m.extent.coef, m.extent.den * m.tile),
+                                                           m.extent.powers):
                 raise Unsupported(f"{m.var} tiles extent {e} by {t} and extent {m.extent} by {m.tile} "
                                   f"({m.where}): a block's tile types would depend on both")
-    out: list[tuple[str, Any, Any]] = []
+    out: list[tuple[str, Any, Any, frozenset[str]]] = []
     const = be.const
     for var, (ext, T) in by_var.items():
         E = be.value(ext.value(env))
-        g = grid[BLOCK_NAMES.index(var)]
+        j = BLOCK_NAMES.index(var)
+        g = grid[j]
         n = (E + (T - 1)) // T
-        out.append((f"{ext} mod {T}", E % T, be.ge(be.raw(E), T)))
+        names = frozenset(k for k, _ in ext.powers)
+        out.append((f"{ext} mod {T}", E % T, be.ge(be.raw(E), T), names))
         out.append((f"{var} blocks vs ceil_div({ext}, {T})",
                     be.ite(be.lt(be.raw(g), be.raw(n)), const(0),
-                           be.ite(be.raw(g) == be.raw(n), const(1), const(2))), None))
+                           be.ite(be.raw(g) == be.raw(n), const(1), const(2))), None,
+                    names | space.grid[j].names()))
     for m in modes:
         if m.var is None:
             E = be.value(m.extent.value(env))
@@ -435,11 +451,12 @@ def _components(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, 
             out.append((f"cut of {m.extent} in tile {m.const}",
                         be.ite(be.le(be.raw(E), lo), const(0),
                                be.ite(be.gt(be.raw(E), hi), const(m.tile + 1),
-                                      be.ite(be.raw(E) == hi, const(m.tile), be.raw(E - lo)))), None))
+                                      be.ite(be.raw(E) == hi, const(m.tile), be.raw(E - lo)))), None,
+                        frozenset(k for k, _ in m.extent.powers)))
     for j, name in enumerate(BLOCK_NAMES):
         if name not in by_var:
             out.append((f"blocks along {name} (1 or more)",
-                        be.ite(be.ge(be.raw(grid[j]), 2), const(2), be.raw(grid[j])), None))
+                        be.ite(be.ge(be.raw(grid[j]), 2), const(2), be.raw(grid[j])), None, space.grid[j].names()))
     return out
 
 
@@ -451,7 +468,7 @@ def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str,
     would then depend on more than the components)."""
     out: list[tuple[str, Sym, z3.BoolRef | None]] = []
     seen: set[str] = set()
-    for name, term, pref in _components(space, modes, space.sym_env(), _Z3(space)):
+    for name, term, pref, _ in _components(space, modes, space.sym_env(), _Z3(space)):
         t = term if isinstance(term, Sym) else Sym(term)
         key = str(z3.simplify(t.e))
         if key not in seen:  # the same term twice (two sides tiled alike) is one component
@@ -461,22 +478,25 @@ def class_terms(space: SizeSpace, modes: Sequence[TiledMode]) -> list[tuple[str,
 
 
 def class_values(space: SizeSpace, modes: Sequence[TiledMode], env: Mapping[str, Any], n: int
-                 ) -> tuple[list[Any], list[Any]]:
+                 ) -> tuple[list[Any], list[Any], list[frozenset[str]], list[frozenset[str]]]:
     """The components of :func:`class_terms` (the same terms, in the same order) and the
-    preferences, over numpy arrays of size assignments ``env``."""
+    preferences, over numpy arrays of size assignments ``env``; then the sizes each component
+    and each preference depends on."""
     keys: set[str] = set()
-    vals, prefs = [], []
+    vals, prefs, deps, pdeps = [], [], [], []
     zs = _components(space, modes, space.sym_env(), _Z3(space))
     ns = _components(space, modes, env, _Numpy())
-    for (_, zt, _), (_, nt, npref) in zip(zs, ns, strict=True):
+    for (_, zt, _, names), (_, nt, npref, _) in zip(zs, ns, strict=True):
         key = str(z3.simplify(zt.e if isinstance(zt, Sym) else zt))
         if key in keys:
             continue
         keys.add(key)
         vals.append(np.broadcast_to(nt, (n,)))
+        deps.append(names)
         if npref is not None:
             prefs.append(np.broadcast_to(npref, (n,)))
-    return vals, prefs
+            pdeps.append(names)
+    return vals, prefs, deps, pdeps
 
 
 @dataclass(frozen=True)
@@ -610,22 +630,26 @@ def _lead_size(space: SizeSpace, extent: Monomial) -> str | None:
     return max(free)[2] if free else None
 
 
-def _box(space: SizeSpace, modes: Sequence[TiledMode] = ()) -> dict[str, np.ndarray]:
+def _box(space: SizeSpace, modes: Sequence[TiledMode] = (), only: frozenset[str] | None = None
+         ) -> dict[str, np.ndarray]:
     """A grid of small size assignments: each ranged size from its minimum, in its steps (fixed
     sizes pinned).  The lead size of a tiled mode's extent (:func:`_lead_size`) gets the values
     up to twice its tile (every residue with an interior tile beside it: each class's smallest
     representative); where its range ends before that, the extent's other factors get up to 8
     values (``Q*P*N`` past ``N``'s range); the other sizes 4, 2 or 1 values: the most that fits
-    :data:`BOX_TILED_POINTS`; else every size as many values as :data:`BOX_POINTS` allows."""
-    free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
+    :data:`BOX_TILED_POINTS`; else every size as many values as :data:`BOX_POINTS` allows.
+    ``only``: the sizes that vary; the others take their smallest admitted value."""
+    free = [k for k, (lo, hi, _) in space.box.items() if hi > lo and (only is None or k in only)]
     tiles: dict[str, int] = {}
     short: set[str] = set()  # the other factors of extents whose lead cannot reach twice the tile
     for md in modes:
         k = _lead_size(space, md.extent)
         if k is None:
             continue
-        tiles[k] = max(tiles.get(k, 0), md.tile)
-        if space.box[k][1] < space.box[k][0] + 2 * md.tile:
+        # the lead's steps to pass a tile of the extent: K/2 takes 2 per element, 32*M 1/32
+        span = max(1, -(-md.tile * md.extent.den // max(1, abs(md.extent.coef))))
+        tiles[k] = max(tiles.get(k, 0), span)
+        if space.box[k][1] < space.box[k][0] + 2 * span:
             short |= {n for n, _ in md.extent.powers if n != k and n in free}
     lead = {k: _axis_values(space, k, BOX_POINTS, space.box[k][0] + 2 * tiles[k]) for k in free if k in tiles}
     axes: dict[str, np.ndarray] = {}
@@ -638,9 +662,102 @@ def _box(space: SizeSpace, modes: Sequence[TiledMode] = ()) -> dict[str, np.ndar
         axes = {k: _axis_values(space, k, per) for k in free}
     for k in space.names:
         if k not in axes:
-            axes[k] = np.array([space.box[k][0]], dtype=np.int64)
+            least = _axis_values(space, k, 1) if space.box[k][1] > space.box[k][0] else np.zeros(0, dtype=np.int64)
+            axes[k] = least[:1] if least.size else np.array([space.box[k][0]], dtype=np.int64)
     mesh = np.meshgrid(*[axes[k] for k in space.names], indexing="ij")
     return {k: a.reshape(-1) for k, a in zip(space.names, mesh, strict=True)}
+
+
+Reps = dict[tuple[int, ...], dict[tuple[bool, ...], tuple[int, ...]]]
+
+
+def _size_groups(space: SizeSpace, modes: Sequence[TiledMode]) -> list[frozenset[str]]:
+    """The ranged sizes split into groups no class component and no assumption joins (an
+    implicit GEMM's ``Q*P*N``, ``C*S*R`` and ``K``): a class is then one class of each group."""
+    free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
+    parent = {k: k for k in free}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    env = {k: np.zeros(1, dtype=np.int64) + space.box[k][0] for k in space.names}
+    _, _, deps, _ = class_values(space, modes, env, 1)
+    for names in [*deps, *(r.names() for r in space.relations)]:
+        ks = [k for k in names if k in parent]
+        for k in ks[1:]:
+            parent[root(k)] = root(ks[0])
+    out: dict[str, set[str]] = {}
+    for k in free:
+        out.setdefault(root(k), set()).add(k)
+    return [frozenset(g) for g in out.values()]
+
+
+def _scan(space: SizeSpace, modes: Sequence[TiledMode], only: frozenset[str] | None) -> Reps:
+    """The classes of :func:`_box`'s small sizes (those of ``only`` varying): per class
+    vector, its representatives (the smallest point of each preference pattern that no other
+    pattern of the class includes)."""
+    env = _box(space, modes, only)
+    ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
+    for r in space.relations:
+        if only is None or r.names() <= only:
+            ok &= np.asarray(r.apply(env), dtype=bool)
+    env = {k: v[ok] for k, v in env.items()}
+    n = int(ok.sum())
+    vals, prefs, _, _ = class_values(space, modes, env, n)
+    key = np.stack([*vals], axis=1) if vals else np.zeros((n, 0), dtype=np.int64)
+    pat = np.stack(prefs, axis=1) if prefs else np.zeros((n, 0), dtype=bool)
+    sizes = np.stack([env[k] for k in space.names], axis=1) if space.names else np.zeros((n, 0), dtype=np.int64)
+    # smallest sizes first: the largest size, then the sizes in order
+    order = np.lexsort((*[sizes[:, j] for j in reversed(range(sizes.shape[1]))],
+                        sizes.max(axis=1) if sizes.shape[1] else np.zeros(n, dtype=np.int64)))
+    # the first (smallest) point of each (class, preferences) pair, then per class the
+    # points whose preferences no other's include
+    both = np.concatenate([key, pat.astype(np.int64)], axis=1)[order]
+    _, first = np.unique(both, axis=0, return_index=True)
+    first = np.sort(first)
+    reps: Reps = {}
+    nk = key.shape[1]
+    for row, i in zip(both[first].tolist(), order[first].tolist(), strict=True):
+        c, p = tuple(row[:nk]), tuple(bool(x) for x in row[nk:])
+        have = reps.setdefault(c, {})
+        if any(all(a or not b for a, b in zip(q, p, strict=True)) for q in have):
+            continue  # a representative with every preference this one has is known
+        for q in [q for q in have if all(a or not b for a, b in zip(p, q, strict=True))]:
+            del have[q]  # this one covers it
+        have[p] = tuple(int(x) for x in sizes[i])
+    return reps
+
+
+def _combine(space: SizeSpace, modes: Sequence[TiledMode], groups: Sequence[frozenset[str]],
+             parts: Sequence[Reps]) -> Reps:
+    """The product of the groups' classes: each component and preference is its group's
+    (those of no ranged size are the same in every part), and the representative takes each
+    group's sizes from that group's.  Maximal preference patterns of each group give the
+    maximal patterns of the product."""
+    env = {k: np.zeros(1, dtype=np.int64) + space.box[k][0] for k in space.names}
+    _, _, deps, pdeps = class_values(space, modes, env, 1)
+    owner = {k: i for i, g in enumerate(groups) for k in g}
+
+    def group_of(names: frozenset[str]) -> int:
+        return next((owner[k] for k in names if k in owner), 0)
+
+    cg, pg = [group_of(d) for d in deps], [group_of(d) for d in pdeps]
+    size_g = [owner.get(k, -1) for k in space.names]
+    flat = [[(c, p, r) for c, h in part.items() for p, r in h.items()] for part in parts]
+    total = 1
+    for f in flat:
+        total *= len(f)
+    if total > MAX_CLASSES:
+        raise Unsupported(f"more than {MAX_CLASSES} size classes")
+    out: Reps = {}
+    for combo in itertools.product(*flat):
+        c = tuple(combo[g][0][i] for i, g in enumerate(cg))
+        p = tuple(combo[g][1][i] for i, g in enumerate(pg))
+        r = tuple(combo[g][2][j] if g >= 0 else combo[0][2][j] for j, g in enumerate(size_g))
+        out.setdefault(c, {})[p] = r
+    return out
 
 
 def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
@@ -657,35 +774,13 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     The small sizes' classes come first, before the solver is asked (a property refuted
     there is refuted early, whatever the time limit)."""
     terms = class_terms(space, modes)
-    env = _box(space, modes)
-    ok = np.ones(env[space.names[0]].size if space.names else 1, dtype=bool)  # no sizes: one point
-    for r in space.relations:
-        ok &= np.asarray(r.apply(env), dtype=bool)
-    env = {k: v[ok] for k, v in env.items()}
-    n = int(ok.sum())
-    vals, prefs = class_values(space, modes, env, n)
-    key = np.stack([*vals], axis=1) if vals else np.zeros((n, 0), dtype=np.int64)
-    pat = np.stack(prefs, axis=1) if prefs else np.zeros((n, 0), dtype=bool)
-    sizes = np.stack([env[k] for k in space.names], axis=1) if space.names else np.zeros((n, 0), dtype=np.int64)
-    # smallest sizes first: the largest size, then the sizes in order
-    order = np.lexsort((*[sizes[:, j] for j in reversed(range(sizes.shape[1]))],
-                        sizes.max(axis=1) if sizes.shape[1] else np.zeros(n, dtype=np.int64)))
-    # the first (smallest) point of each (class, preferences) pair, then per class the
-    # points whose preferences no other's include
-    both = np.concatenate([key, pat.astype(np.int64)], axis=1)[order]
-    _, first = np.unique(both, axis=0, return_index=True)
-    first = np.sort(first)
-    reps: dict[tuple[int, ...], dict[tuple[bool, ...], tuple[int, ...]]] = {}
-    nk = key.shape[1]
-    for row, i in zip(both[first].tolist(), order[first].tolist(), strict=True):
-        c, p = tuple(row[:nk]), tuple(bool(x) for x in row[nk:])
-        have = reps.setdefault(c, {})
-        if any(all(a or not b for a, b in zip(q, p, strict=True)) for q in have):
-            continue  # a representative with every preference this one has is known
-        for q in [q for q in have if all(a or not b for a, b in zip(p, q, strict=True))]:
-            del have[q]  # this one covers it
-        have[p] = tuple(int(x) for x in sizes[i])
-    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = [(c, s) for c, h in reps.items() for s in h.values()]
+    groups = _size_groups(space, modes)
+    if len(groups) <= 1:
+        reps = _scan(space, modes, None)
+    else:  # independent groups of sizes: their classes combine as a product
+        parts = [_scan(space, modes, g) for g in groups]
+        reps = _combine(space, modes, groups, parts)
+    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = [(c, r) for c, h in reps.items() for r in h.values()]
     if len(found) > MAX_CLASSES:
         raise Unsupported(f"more than {MAX_CLASSES} size classes")
     found.sort(key=lambda cs: (max(cs[1], default=0), cs[1]))
