@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from threadmap.layout import product
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.prove.encode import SizeSpace, Unsupported, layout_monomials
@@ -51,15 +52,6 @@ def _space(layout: str, assume: str = "K % 32 == 0") -> SizeSpace:
     return SizeSpace(loads_spec(SPEC.format(layout=layout, assume=assume), "yaml", "forms.yaml"))
 
 
-def _mode_size(x: object) -> int:
-    if isinstance(x, tuple):
-        n = 1
-        for y in x:
-            n *= _mode_size(y)
-        return n
-    return int(x)  # type: ignore[call-overload]
-
-
 sizes = st.fixed_dictionaries({"N": st.integers(1, 16), "Q": st.integers(1, 16), "S": st.integers(1, 3),
                                "C": st.integers(1, 32).map(lambda c: 8 * c),
                                "K": st.integers(1, 128).map(lambda k: 32 * k)})
@@ -74,7 +66,7 @@ def test_layout_monomials_are_the_bound_layouts_extents_and_strides(layout: str,
     extents, strides = layout_monomials(layout, space.names, None, space.multiples())
     lay = bind_layout(layout, env, checked=False)
     shp, std = layout_shape(lay), layout_stride(lay)
-    assert [e.value(env) for e in extents] == [_mode_size(s) for s in shp]
+    assert [e.value(env) for e in extents] == [product(s) for s in shp]
     if strides is not None:
         assert [d.value(env) for d in strides] == list(std)
     # strides whose modes are nested, or that are no monomials, are not returned

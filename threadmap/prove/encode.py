@@ -57,6 +57,7 @@ import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
 from threadmap.errors import SpecError
 from threadmap.layout import Sym
+from threadmap.layout import product as layout_product
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.layout.backend import Interval
@@ -148,16 +149,6 @@ def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
     return Monomial(v, tuple(powers))
 
 
-def _mode_size(x: Any) -> int:
-    """The size of a (possibly nested) mode's shape: the product of its leaves."""
-    if isinstance(x, tuple):
-        n = 1
-        for y in x:
-            n *= _mode_size(y)
-        return n
-    return int(x)
-
-
 def _in_sizes(v: Monomial | None, multiples: Mapping[str, int]) -> Monomial | None:
     """A monomial of the stand-ins ``m_k * p_k`` read off over the primes ``p_k``, as a
     monomial of the sizes ``s_k = m_k p_k``: ``v.coef * prod p_k^a_k`` is ``v.coef * prod
@@ -200,7 +191,7 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
         shp, std = layout_shape(lay), layout_stride(lay)
         shp = shp if isinstance(shp, tuple) else (shp,)
         std = std if isinstance(std, tuple) else (std,)
-        ext = [_in_sizes(_factor(_mode_size(s), primes), mult) for s in shp]
+        ext = [_in_sizes(_factor(int(layout_product(s)), primes), mult) for s in shp]  # a mode's size
         if any(e is None for e in ext):
             raise Unsupported(f"layout {text!r}: an extent is not a product of sizes and a constant")
         # strides stay whole monomials: the access encoding computes addresses modulo 2^n,
