@@ -422,3 +422,36 @@ def test_extents_in_proportion_to_their_tiles_share_a_coordinate(tmp_path: Path)
     assert text.count("[32, 4]") == 2
     bad = props(prove_loaded(loads_spec(text, "yaml", "unlike.yaml"), 60))
     assert bad["coverage"].status == "UNKNOWN" and "would depend on both" in bad["coverage"].reason
+
+
+@pytest.mark.parametrize("name,sizes,checks", [
+    ("unsound_pad", {"M": 64, "P": 34}, {"bank_conflicts"}),
+    ("unsound_minext", {"M": 64, "N": 33}, {"coverage", "predicates"}),
+    ("unsound_minstride", {"M": 64, "N": 62}, {"vectorize", "coalescing", "aliasing"}),
+    ("unsound_parity", {"M": 64, "N": 2}, {"predicates"}),
+])
+def test_what_the_classes_cannot_see_is_never_proved(name: str, sizes: dict[str, int], checks: set[str]) -> None:
+    # each case's comment says how the size classes would miss the failure (a size in the shared
+    # layout alone; min, max and % in a layout, which the stand-in primes misread); verify fails
+    # the properties at the sizes given, inside the ranges, so prove must not say PROVED
+    path = CASES / f"{name}.yaml"
+    failing = {r.check for run in api.verify_spec(path, sizes=sizes) for r in run.results if r.status == "FAIL"}
+    wanted = {"aliasing": "grid_coverage", "coverage": "grid_coverage"}
+    assert {wanted.get(c, c) for c in checks} <= failing
+    got = props(prove([path], timeout_s=120).runs[0])
+    assert all(got[c].status != "PROVED" for c in checks), {c: got[c].status for c in checks}
+
+
+def test_a_swizzled_global_layout_is_unknown_not_invalid(tmp_path: Path) -> None:
+    # verify accepts a swizzled global tensor; prove has no top-level strides for it: UNKNOWN,
+    # exit status 1 (it exited 2, with the prover's stand-in primes in the message)
+    text = (CASES / "replicated_ab.yaml").read_text().replace("layout: '(M,K):(1,M)'",
+                                                              "layout: 'Sw<1,2,3> o (M,K):(1,M)'")
+    path = tmp_path / "swizzled.yaml"
+    path.write_text(text)
+    assert not any(r.status == "FAIL" for run in api.verify_spec(path) for r in run.results)
+    p = subprocess.run([sys.executable, "-m", "threadmap", "prove", str(path), "--format", "json"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stderr
+    got = {q["property"]: q for q in json.loads(p.stdout)["runs"][0]["properties"]}
+    assert got["coverage"]["status"] == "UNKNOWN" and "swizzled" in got["coverage"]["reason"]

@@ -56,12 +56,24 @@ import numpy as np
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
 from threadmap.errors import SpecError
-from threadmap.layout import Sym
+from threadmap.layout import Layout, Sym
 from threadmap.layout import product as layout_product
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.layout.backend import Interval
-from threadmap.spec.expr import BLOCK_NAMES, OPS, Expr, Relation, parse_expr, parse_relation
+from threadmap.spec.expr import (
+    BLOCK_NAMES,
+    OPS,
+    BinOp,
+    Call,
+    Expr,
+    Name,
+    Neg,
+    Num,
+    Relation,
+    parse_expr,
+    parse_relation,
+)
 from threadmap.spec.load import LoadedSpec
 from threadmap.spec.parsed import LayoutTemplate, bind_layout
 from threadmap.spec.schema import SizeRange
@@ -163,6 +175,39 @@ def _in_sizes(v: Monomial | None, multiples: Mapping[str, int]) -> Monomial | No
     return Monomial(v.coef // g, v.powers, div // g)
 
 
+def _divisor(e: Expr, multiples: Mapping[str, int]) -> int:
+    """A number every admitted value of the product ``e`` is a multiple of (1 when ``e`` is no
+    product of constants and sizes)."""
+    if isinstance(e, Num):
+        return abs(int(e.value))
+    if isinstance(e, Name):
+        return multiples.get(e.name, 1)
+    if isinstance(e, BinOp) and e.op == "*":
+        return _divisor(e.left, multiples) * _divisor(e.right, multiples)
+    return 1
+
+
+def _not_polynomial(e: Expr, multiples: Mapping[str, int]) -> str | None:
+    """Why a layout's size expression may not be a polynomial of the sizes on the admitted
+    assignments (None when it is one): ``min``, ``max``, ``%`` and ``ceil_div`` are not, and a
+    division is only where its divisor divides every admitted value (``C/32`` of a size stepped
+    by 32).  The stand-in primes cannot tell such an expression apart (``N % 2`` is 1 at every
+    odd prime), so it is refused before they are tried."""
+    if isinstance(e, (Num, Name)):
+        return None
+    if isinstance(e, Neg):
+        return _not_polynomial(e.operand, multiples)
+    if isinstance(e, BinOp):
+        if e.op in ("+", "-", "*"):
+            return _not_polynomial(e.left, multiples) or _not_polynomial(e.right, multiples)
+        if e.op in ("/", "//") and isinstance(e.right, Num) and int(e.right.value) > 0:
+            if _divisor(e.left, multiples) % int(e.right.value) == 0:
+                return _not_polynomial(e.left, multiples)
+            return f"divides by {int(e.right.value)}, which does not divide every admitted value"
+        return f"uses {e.op!r}"
+    return "calls a function" if isinstance(e, Call) else "has a form the encoding does not read"
+
+
 def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None,
                      multiples: Mapping[str, int] | None = None
                      ) -> tuple[list[Monomial], list[Monomial] | None]:
@@ -178,6 +223,11 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
     Law: for every admitted assignment ``env``, ``extent_k.value(env)`` is the size of the
     layout's top-level mode ``k`` bound at ``env`` (and likewise each stride returned)."""
     mult = {k: max(1, int(m)) for k, m in (multiples or {}).items() if k in names}
+    for _, e, _ in LayoutTemplate.of(text).leaves:
+        why = _not_polynomial(e, {**mult, **{k: v for k, v in (fixed or {}).items() if v}})
+        if why:
+            raise Unsupported(f"layout {text!r}: the size expression {e} {why}, so its value is no product "
+                              "of the sizes in general")
     big = max(mult.values(), default=1)
     forms = []
     # stand-in primes near 2^40; near 2^18 when the layout has size expressions (M*N), so
@@ -188,6 +238,8 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
         primes = dict(zip(names, _primes(max(1 << 8, start // big), len(names)), strict=True))
         stand = {k: mult.get(k, 1) * p for k, p in primes.items()}
         lay = bind_layout(text, {**(fixed or {}), **stand}, checked=False)  # size expressions too
+        if not isinstance(lay, Layout):
+            raise Unsupported(f"layout {text!r}: a composed (swizzled) global layout has no top-level strides")
         shp, std = layout_shape(lay), layout_stride(lay)
         shp = shp if isinstance(shp, tuple) else (shp,)
         std = std if isinstance(std, tuple) else (std,)

@@ -30,7 +30,9 @@ limit (every property then UNKNOWN), never waited for.
 from __future__ import annotations
 
 import itertools
+import json
 import multiprocessing as mp
+import re
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -148,6 +150,27 @@ def _tiled_modes(loaded: LoadedSpec, space: SizeSpace, model: KernelModel) -> li
             else:
                 raise Unsupported(f"{where}: tile coordinate {k} is not one block coordinate or a constant")
     return out
+
+
+def _structure_sizes(loaded: LoadedSpec) -> str | None:
+    """Why the representatives may not stand for their classes: a ranged size used by the
+    tile-local structure (a shared layout's pitch, a thread count, a tile, a tile coordinate, a
+    global tensor's offset or alignment) rather than only by the global layouts, the grid and
+    the assumptions.  The classes do not split on such a size, and every representative takes
+    its smallest value, so comparing their structures cannot show that it varies."""
+    spec = loaded.spec
+    ranged = [k for k, v in spec.sizes.items() if isinstance(v, SizeRange)]
+    doc = spec.model_dump(mode="json", include={"threads", "tensors", "stages"})
+    for t in doc["tensors"].values():
+        if t.get("memory") == "global":
+            t.pop("layout", None)
+    text = json.dumps(doc)
+    used = [k for k in ranged if re.search(rf"(?<![A-Za-z0-9_]){re.escape(k)}(?![A-Za-z0-9_])", text)]
+    if not used:
+        return None
+    return (f"the tile-local structure may depend on the size{'s' if len(used) > 1 else ''} {', '.join(used)} "
+            "(used outside the global layouts, the grid and the assumptions), which the size classes do not "
+            "split on")
 
 
 def _inside_tiles(model: KernelModel) -> str | None:
@@ -434,7 +457,7 @@ def prove_loaded(loaded: LoadedSpec, timeout_s: float = DEFAULT_TIMEOUT, *, old_
     t0 = time.perf_counter()
     reason = unsupported
     if reason is None:
-        reason = _inside_tiles(model0)
+        reason = _structure_sizes(loaded) or _inside_tiles(model0)
     classes, refuted, reason = (class_pass_old if old_pass else class_pass)(
         loaded, space, model0, modes, reason, timeout_ms, t_start, timeout_s)
     dt = time.perf_counter() - t0
