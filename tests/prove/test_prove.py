@@ -429,6 +429,7 @@ def test_extents_in_proportion_to_their_tiles_share_a_coordinate(tmp_path: Path)
     ("unsound_minext", {"M": 64, "N": 33}, {"coverage", "predicates"}),
     ("unsound_minstride", {"M": 64, "N": 62}, {"vectorize", "coalescing", "aliasing"}),
     ("unsound_parity", {"M": 64, "N": 2}, {"predicates"}),
+    ("unsound_affine", {"M": 16, "N": 2, "Q": 5}, {"predicates"}),
 ])
 def test_what_the_classes_cannot_see_is_never_proved(name: str, sizes: dict[str, int], checks: set[str]) -> None:
     # each case's comment says how the size classes would miss the failure (a size in the shared

@@ -391,11 +391,11 @@ def test_another_header_tree_is_swept_apart_and_compared(tmp_path: Path, extract
 
 def _row(status: str, findings: list[dict[str, Any]] = (), costs: list[dict[str, Any]] = (),  # type: ignore[assignment]
          proof: list[dict[str, Any]] = (), spec: str = "s") -> Any:  # type: ignore[assignment]
-    from threadmap.sweep.store import Result
+    from threadmap.sweep.store import PROVER_VERSION, Result
 
     return Result("d", "k", "label", status, "", "does not compile" if status == "not_analysed" else "",
                   list(findings), [], spec if status != "not_analysed" else "", spec, ["kern"], 0.0, list(costs),
-                  proof=list(proof), prover="1" if proof else "")
+                  proof=list(proof), prover=PROVER_VERSION if proof else "")
 
 
 def _cost(wavefronts: int, document: int = 0) -> dict[str, Any]:

@@ -11,16 +11,17 @@ spare, and a spec whose intermediates could be negative or exceed 64 bits is ref
 (unsigned bit-vectors would wrap) -- checked, not assumed.
 
 **Symbolic extents.**  A global tensor's top-level extents and strides are read from its
-layout as monomials ``c * M^a * N^b`` of the sizes: the layout is built with every size
-replaced by a distinct large prime and each leaf is factored over those primes (twice, with
-two prime sets, so a coincidence cannot pass).  A nested top-level mode (an implicit GEMM's
-``(Q,P,N)``) is taken at its size, ``Q*P*N``: coverage, predicates and the tile kinds are
-statements about the mode's coordinate, whatever its inner modes' strides (which are then not
-monomials, so the access properties stay UNKNOWN).  A size whose every admitted value is a
-multiple of ``m`` (its step, or an assumption such as ``K % 32 == 0``:
-:meth:`SizeSpace.multiples`) stands in as ``m * p``, so a quotient ``K/32`` inside a mode is
-exact.  A layout whose extents are not monomials (``M + 1``, ``K/64`` of a size stepped by
-32) has no symbolic form and its spec is not proved (UNKNOWN, never a pass).
+layout as monomials ``c * M^a * N^b / d`` of the sizes: the layout is parsed with every size
+and every expression leaf standing in as a distinct large prime, which tells which names each
+bound leaf is a product of; each leaf's expression is expanded by z3 into a sum of monomials,
+and an extent (or stride) is a monomial when that sum has one term.  Only ``+``, ``-``, ``*``
+and divisions that divide every admitted value (``C/32`` of a size stepped by 32:
+:meth:`SizeSpace.multiples`) are read; ``min``, ``max``, ``%`` and ``ceil_div`` are refused, and
+so is anything that expands to several terms (``M + 1``, ``Q + 60 - N``).  A nested top-level
+mode (an implicit GEMM's ``(Q,P,N)``) is taken at its size, ``Q*P*N``: coverage, predicates and
+the tile kinds are statements about the mode's coordinate, whatever its inner modes' strides
+(which are then not leaves, so the access properties stay UNKNOWN).  A spec whose extents are
+not monomials is not proved (UNKNOWN, never a pass).
 
 **Classes.**  A tiled global side with tile ``T_k`` along mode ``k`` and tile coordinate
 ``at_k = b_j`` (a block coordinate) touches tiles ``q = 0 .. G_j - 1``; each tile is
@@ -45,7 +46,6 @@ clauses, each representative with the smallest size bound that admits it (64, 10
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,12 +55,12 @@ from typing import Any
 import numpy as np
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
-from threadmap.errors import SpecError
+from threadmap.errors import SpecError, ThreadmapError
 from threadmap.layout import Layout, Sym
-from threadmap.layout import product as layout_product
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.layout.backend import Interval
+from threadmap.layout.parse import parse_layout
 from threadmap.spec.expr import (
     BLOCK_NAMES,
     OPS,
@@ -75,7 +75,7 @@ from threadmap.spec.expr import (
     parse_relation,
 )
 from threadmap.spec.load import LoadedSpec
-from threadmap.spec.parsed import LayoutTemplate, bind_layout
+from threadmap.spec.parsed import LayoutTemplate
 from threadmap.spec.schema import SizeRange
 
 #: size bounds tried in turn while enumerating classes (None: unbounded, which completes)
@@ -161,20 +161,6 @@ def _factor(v: int, primes: Mapping[str, int]) -> Monomial | None:
     return Monomial(v, tuple(powers))
 
 
-def _in_sizes(v: Monomial | None, multiples: Mapping[str, int]) -> Monomial | None:
-    """A monomial of the stand-ins ``m_k * p_k`` read off over the primes ``p_k``, as a
-    monomial of the sizes ``s_k = m_k p_k``: ``v.coef * prod p_k^a_k`` is ``v.coef * prod
-    s_k^a_k / prod m_k^a_k``, the division exact wherever every ``s_k`` is a multiple of its
-    ``m_k`` (``K/2`` of an even ``K``: ``den`` 2)."""
-    if v is None:
-        return None
-    div = 1
-    for name, k in v.powers:
-        div *= multiples.get(name, 1) ** k
-    g = math.gcd(v.coef, div)
-    return Monomial(v.coef // g, v.powers, div // g)
-
-
 def _divisor(e: Expr, multiples: Mapping[str, int]) -> int:
     """A number every admitted value of the product ``e`` is a multiple of (1 when ``e`` is no
     product of constants and sizes)."""
@@ -191,8 +177,7 @@ def _not_polynomial(e: Expr, multiples: Mapping[str, int]) -> str | None:
     """Why a layout's size expression may not be a polynomial of the sizes on the admitted
     assignments (None when it is one): ``min``, ``max``, ``%`` and ``ceil_div`` are not, and a
     division is only where its divisor divides every admitted value (``C/32`` of a size stepped
-    by 32).  The stand-in primes cannot tell such an expression apart (``N % 2`` is 1 at every
-    odd prime), so it is refused before they are tried."""
+    by 32).  What passes is what :func:`_poly` expands exactly."""
     if isinstance(e, (Num, Name)):
         return None
     if isinstance(e, Neg):
@@ -208,53 +193,119 @@ def _not_polynomial(e: Expr, multiples: Mapping[str, int]) -> str | None:
     return "calls a function" if isinstance(e, Call) else "has a form the encoding does not read"
 
 
+def _poly(e: Expr, var: Mapping[str, Any]) -> Any:
+    """A size expression that :func:`_not_polynomial` accepts, as a z3 polynomial over the reals
+    (its divisions exact: they divide every admitted value)."""
+    if isinstance(e, Num):
+        return z3.RealVal(int(e.value))
+    if isinstance(e, Name):
+        return var[e.name]
+    if isinstance(e, Neg):
+        return -_poly(e.operand, var)
+    assert isinstance(e, BinOp)
+    a, b = _poly(e.left, var), _poly(e.right, var)
+    return a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a / b
+
+
+def _monomial(p: Any) -> Monomial | None:
+    """``p`` as one term ``coef * prod(size ** power) / den`` once expanded into a sum of
+    monomials (z3's ``som`` normal form), or None when it has several terms or is zero."""
+    coef = Fraction(1)
+    powers: dict[str, int] = {}
+
+    def walk(t: Any) -> bool:
+        nonlocal coef
+        if z3.is_rational_value(t):
+            coef *= Fraction(t.as_fraction())
+            return True
+        if z3.is_mul(t):
+            return all(walk(c) for c in t.children())
+        if z3.is_app_of(t, z3.Z3_OP_POWER) and z3.is_rational_value(t.arg(1)) and \
+                t.arg(1).as_fraction().denominator == 1 and z3.is_const(t.arg(0)):
+            name = str(t.arg(0))
+            powers[name] = powers.get(name, 0) + int(t.arg(1).as_fraction().numerator)
+            return True
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            powers[str(t)] = powers.get(str(t), 0) + 1
+            return True
+        return False
+
+    if not walk(z3.simplify(p, som=True)) or coef == 0:
+        return None
+    return Monomial(coef.numerator, tuple(sorted(powers.items())), coef.denominator)
+
+
 def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] | None = None,
                      multiples: Mapping[str, int] | None = None
                      ) -> tuple[list[Monomial], list[Monomial] | None]:
     """The top-level extents of a layout string as monomials of the sizes ``names`` (the
-    ``fixed`` sizes are their values), and its top-level strides when every one is an
-    integer leaf and a monomial (None otherwise).  A nested top-level mode's extent is its
-    size (``(Q,P,N)``: ``Q*P*N``), and its stride is not a leaf (so the strides are None).
-    ``multiples``: sizes every admitted value of which is a multiple of ``m``
-    (:meth:`SizeSpace.multiples`); their quotients (``K/32``, and a top-level ``K/2``: a
-    monomial with ``den`` 2) are then exact, and the forms hold for the admitted sizes.  Raises
-    :class:`Unsupported` when an extent is not a monomial.
+    ``fixed`` sizes are their values), and its top-level strides when every one is a leaf and a
+    monomial (None otherwise).  A nested top-level mode's extent is its size (``(Q,P,N)``:
+    ``Q*P*N``), and its stride is not a leaf (so the strides are None).  ``multiples``: sizes
+    every admitted value of which is a multiple of ``m`` (:meth:`SizeSpace.multiples`); a
+    division is accepted only where they make it exact (``C/32``, and a top-level ``K/2``: a
+    monomial with ``den`` 2).  Raises :class:`Unsupported` when an extent is not a monomial.
+
+    How: the layout is parsed with every size name and every expression leaf standing in as a
+    distinct large prime, which tells which names each leaf of the bound layout is made of
+    (the parser only multiplies them, for compact strides); each leaf is then the product of
+    those names' polynomials, expanded by z3.  Exact for the polynomials of + - * and exact
+    divisions that :func:`_not_polynomial` admits.
 
     Law: for every admitted assignment ``env``, ``extent_k.value(env)`` is the size of the
     layout's top-level mode ``k`` bound at ``env`` (and likewise each stride returned)."""
     mult = {k: max(1, int(m)) for k, m in (multiples or {}).items() if k in names}
-    for _, e, _ in LayoutTemplate.of(text).leaves:
-        why = _not_polynomial(e, {**mult, **{k: v for k, v in (fixed or {}).items() if v}})
+    fixed = dict(fixed or {})
+    tpl = LayoutTemplate.of(text)
+    if tpl.error is not None:
+        raise Unsupported(f"layout {text!r}: {tpl.error}")
+    for _, e, _ in tpl.leaves:
+        why = _not_polynomial(e, {**mult, **{k: v for k, v in fixed.items() if v}})
         if why:
             raise Unsupported(f"layout {text!r}: the size expression {e} {why}, so its value is no product "
                               "of the sizes in general")
-    big = max(mult.values(), default=1)
-    forms = []
-    # stand-in primes near 2^40; near 2^18 when the layout has size expressions (M*N), so
-    # that a product of up to three sizes stays inside the layout's int64 range (a size
-    # stepped by m stands in as m * p, the primes that much smaller)
-    starts = (1 << 18, 1 << 19) if LayoutTemplate.of(text).leaves else (1 << 40, 1 << 41)
-    for start in starts:
-        primes = dict(zip(names, _primes(max(1 << 8, start // big), len(names)), strict=True))
-        stand = {k: mult.get(k, 1) * p for k, p in primes.items()}
-        lay = bind_layout(text, {**(fixed or {}), **stand}, checked=False)  # size expressions too
-        if not isinstance(lay, Layout):
-            raise Unsupported(f"layout {text!r}: a composed (swizzled) global layout has no top-level strides")
-        shp, std = layout_shape(lay), layout_stride(lay)
-        shp = shp if isinstance(shp, tuple) else (shp,)
-        std = std if isinstance(std, tuple) else (std,)
-        ext = [_in_sizes(_factor(int(layout_product(s)), primes), mult) for s in shp]  # a mode's size
-        if any(e is None for e in ext):
-            raise Unsupported(f"layout {text!r}: an extent is not a product of sizes and a constant")
-        # strides stay whole monomials: the access encoding computes addresses modulo 2^n,
-        # where a division does not commute
-        strides = [d if d is not None and d.den == 1 else None
-                   for d in (_in_sizes(_factor(d, primes), mult) if type(d) is int else None for d in std)]
-        forms.append((ext, strides if all(s is not None for s in strides) else None))
-    if forms[0][0] != forms[1][0]:
+    var: dict[str, Any] = {k: z3.Real(k) for k in names if k not in fixed}
+    var.update({k: z3.RealVal(v) for k, v in fixed.items()})
+    leaf = {name: _poly(e, var) for name, e, _ in tpl.leaves}
+    atoms = sorted({*var, *leaf})
+    marks = dict(zip(atoms, _primes(1 << 40, len(atoms)), strict=True))
+    try:
+        lay = parse_layout(tpl.rewritten, marks)
+    except (ThreadmapError, ValueError, ArithmeticError) as e:
+        raise Unsupported(f"layout {text!r}: {e}") from None
+    if not isinstance(lay, Layout):
+        raise Unsupported(f"layout {text!r}: a composed (swizzled) global layout has no top-level strides")
+
+    def value(v: int) -> Any:
+        """A bound leaf (a product of marks and a literal) as its polynomial."""
+        f = _factor(v, marks)
+        if f is None or abs(f.coef) >= 1 << 40:
+            raise Unsupported(f"layout {text!r}: a leaf that is no product of its names")
+        out: Any = z3.RealVal(f.coef)
+        for name, k in f.powers:
+            for _ in range(k):
+                out = out * (leaf[name] if name in leaf else var[name])
+        return out
+
+    def size(x: Any) -> Any:
+        if isinstance(x, tuple):
+            out: Any = z3.RealVal(1)
+            for y in x:
+                out = out * size(y)
+            return out
+        return value(int(x))
+
+    shp, std = layout_shape(lay), layout_stride(lay)
+    shp = shp if isinstance(shp, tuple) else (shp,)
+    std = std if isinstance(std, tuple) else (std,)
+    ext = [_monomial(size(s)) for s in shp]
+    if any(e is None for e in ext):
         raise Unsupported(f"layout {text!r}: extents are not monomials of the sizes")
-    # strides that are no monomials ((W+S-1)*K) leave the strides unknown, not the extents
-    return forms[0][0], forms[0][1] if forms[0][1] == forms[1][1] else None  # type: ignore[return-value]
+    # strides stay whole monomials: the access encoding computes addresses modulo 2^n, where a
+    # division does not commute; strides that are no monomials ((W+S-1)*K) leave them unknown
+    strides = [_monomial(value(d)) if type(d) is int else None for d in std]
+    whole = [d for d in strides if d is not None and d.den == 1]
+    return ext, whole if len(whole) == len(std) else None  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- the size space

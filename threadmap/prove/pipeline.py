@@ -68,7 +68,8 @@ def pipeline_property(loaded: LoadedSpec, space: SizeSpace, model0: KernelModel,
         except Unsupported as err:
             return done("UNKNOWN", f"TMA copy {t.name!r}: {err}")
         if strides is None:
-            return done("UNKNOWN", f"TMA copy {t.name!r}: the global layout {text!r} has nested strides")
+            return done("UNKNOWN", f"TMA copy {t.name!r}: the global layout {text!r} has strides that are nested "
+                                   "or no monomials of the sizes")
         bad = _size_rule_counterexample(space, extents, strides, t.copy.elem_bits // 8, timeout_ms)
         if bad is not None:
             where_sizes, what = bad

@@ -32,7 +32,7 @@ EXTRACTOR_VERSION = "4"
 VERIFIER_VERSION = "2"
 #: bumped whenever ``threadmap prove``'s verdict on the same spec text would change: a row whose
 #: proof another prover made is proved again (``--prove``) from its stored spec
-PROVER_VERSION = "1"
+PROVER_VERSION = "2"  # 2: nested modes, quotients, the structure and polynomial premises
 
 Status = Literal["pass", "fail", "not_analysed"]
 
