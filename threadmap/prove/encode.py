@@ -46,6 +46,7 @@ clauses, each representative with the smallest size bound that admits it (64, 10
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ import numpy as np
 import z3  # type: ignore[import-untyped]  # z3 ships no type stubs
 
 from threadmap.errors import SpecError, ThreadmapError
-from threadmap.layout import Layout, Sym
+from threadmap.layout import Layout, Sym, flatten_to_tuple
 from threadmap.layout import shape as layout_shape
 from threadmap.layout import stride as layout_stride
 from threadmap.layout.backend import Interval
@@ -287,18 +288,10 @@ def layout_monomials(text: str, names: Sequence[str], fixed: Mapping[str, int] |
                 out = out * (leaf[name] if name in leaf else var[name])
         return out
 
-    def size(x: Any) -> Any:
-        if isinstance(x, tuple):
-            out: Any = z3.RealVal(1)
-            for y in x:
-                out = out * size(y)
-            return out
-        return value(int(x))
-
     shp, std = layout_shape(lay), layout_stride(lay)
     shp = shp if isinstance(shp, tuple) else (shp,)
     std = std if isinstance(std, tuple) else (std,)
-    ext = [_monomial(size(s)) for s in shp]
+    ext = [_monomial(math.prod((value(int(v)) for v in flatten_to_tuple(s)), start=z3.RealVal(1))) for s in shp]
     if any(e is None for e in ext):
         raise Unsupported(f"layout {text!r}: extents are not monomials of the sizes")
     # strides stay whole monomials: the access encoding computes addresses modulo 2^n, where a
@@ -619,13 +612,9 @@ def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
     the size bounds (few blocks: a representative whose grid is enumerated whole)."""
     vs = list(space.vars.values()) if size_vars is None else list(size_vars)
 
-    def solve(bound: int | Sequence[z3.BoolRef] | None) -> z3.ModelRef | None:
+    def solve(bound: Sequence[z3.BoolRef]) -> z3.ModelRef | None:
         s.push()
-        s.add(*extra)
-        if isinstance(bound, int):
-            s.add(*[z3.ULE(v, bound) for v in vs])
-        elif bound is not None:
-            s.add(*bound)
+        s.add(*extra, *bound)
         r = timed_check(s, deadline)
         m = s.model() if r == z3.sat else None
         s.pop()
@@ -633,9 +622,9 @@ def first_model(s: z3.Solver, space: SizeSpace, extra: Sequence[z3.BoolRef],
             raise Unsupported(f"time limit reached, or the solver gave up ({s.reason_unknown() or 'no time left'})")
         return m
 
-    if solve(None) is None:
+    if solve([]) is None:
         return None
-    for bound in [*small, *BOUNDS]:
+    for bound in [*small, *([z3.ULE(v, b) for v in vs] if b is not None else [] for b in BOUNDS)]:
         m = solve(bound)
         if m is not None:
             return m
@@ -765,9 +754,19 @@ def _box(space: SizeSpace, modes: Sequence[TiledMode] = (), only: frozenset[str]
 Reps = dict[tuple[int, ...], dict[tuple[bool, ...], tuple[int, ...]]]
 
 
-def _size_groups(space: SizeSpace, modes: Sequence[TiledMode]) -> list[frozenset[str]]:
-    """The ranged sizes split into groups no class component and no assumption joins (an
-    implicit GEMM's ``Q*P*N``, ``C*S*R`` and ``K``): a class is then one class of each group."""
+def _component_sizes(space: SizeSpace, modes: Sequence[TiledMode]) -> tuple[list[frozenset[str]],
+                                                                          list[frozenset[str]]]:
+    """The sizes each class component and each preference depends on (:func:`class_values`'
+    order)."""
+    env = {k: np.zeros(1, dtype=np.int64) + space.box[k][0] for k in space.names}
+    _, _, deps, pdeps = class_values(space, modes, env, 1)
+    return deps, pdeps
+
+
+def _size_groups(space: SizeSpace, deps: Sequence[frozenset[str]]) -> list[frozenset[str]]:
+    """The ranged sizes split into groups no class component (``deps``: the sizes of each) and
+    no assumption joins (an implicit GEMM's ``Q*P*N``, ``C*S*R`` and ``K``): a class is then
+    one class of each group."""
     free = [k for k, (lo, hi, _) in space.box.items() if hi > lo]
     parent = {k: k for k in free}
 
@@ -776,8 +775,6 @@ def _size_groups(space: SizeSpace, modes: Sequence[TiledMode]) -> list[frozenset
             k = parent[k]
         return k
 
-    env = {k: np.zeros(1, dtype=np.int64) + space.box[k][0] for k in space.names}
-    _, _, deps, _ = class_values(space, modes, env, 1)
     for names in [*deps, *(r.names() for r in space.relations)]:
         ks = [k for k in names if k in parent]
         for k in ks[1:]:
@@ -824,20 +821,19 @@ def _scan(space: SizeSpace, modes: Sequence[TiledMode], only: frozenset[str] | N
     return reps
 
 
-def _combine(space: SizeSpace, modes: Sequence[TiledMode], groups: Sequence[frozenset[str]],
-             parts: Sequence[Reps]) -> Reps:
-    """The product of the groups' classes: each component and preference is its group's
-    (those of no ranged size are the same in every part), and the representative takes each
-    group's sizes from that group's.  Maximal preference patterns of each group give the
-    maximal patterns of the product."""
-    env = {k: np.zeros(1, dtype=np.int64) + space.box[k][0] for k in space.names}
-    _, _, deps, pdeps = class_values(space, modes, env, 1)
+def _combine(space: SizeSpace, deps: tuple[Sequence[frozenset[str]], Sequence[frozenset[str]]],
+             groups: Sequence[frozenset[str]], parts: Sequence[Reps]) -> Reps:
+    """The product of the groups' classes: each component and preference (``deps``: the sizes
+    of each) is its group's (those of no ranged size are the same in every part), and the
+    representative takes each group's sizes from that group's.  Maximal preference patterns of
+    each group give the maximal patterns of the product."""
+    cdeps, pdeps = deps
     owner = {k: i for i, g in enumerate(groups) for k in g}
 
     def group_of(names: frozenset[str]) -> int:
         return next((owner[k] for k in names if k in owner), 0)
 
-    cg, pg = [group_of(d) for d in deps], [group_of(d) for d in pdeps]
+    cg, pg = [group_of(d) for d in cdeps], [group_of(d) for d in pdeps]
     size_g = [owner.get(k, -1) for k in space.names]
     flat = [[(c, p, r) for c, h in part.items() for p, r in h.items()] for part in parts]
     total = 1
@@ -868,12 +864,12 @@ def size_classes(space: SizeSpace, modes: Sequence[TiledMode], timeout_ms: int,
     The small sizes' classes come first, before the solver is asked (a property refuted
     there is refuted early, whatever the time limit)."""
     terms = class_terms(space, modes)
-    groups = _size_groups(space, modes)
+    deps = _component_sizes(space, modes)
+    groups = _size_groups(space, deps[0])
     if len(groups) <= 1:
         reps = _scan(space, modes, None)
     else:  # independent groups of sizes: their classes combine as a product
-        parts = [_scan(space, modes, g) for g in groups]
-        reps = _combine(space, modes, groups, parts)
+        reps = _combine(space, deps, groups, [_scan(space, modes, g) for g in groups])
     found: list[tuple[tuple[int, ...], tuple[int, ...]]] = [(c, r) for c, h in reps.items() for r in h.values()]
     if len(found) > MAX_CLASSES:
         raise Unsupported(f"more than {MAX_CLASSES} size classes")

@@ -870,6 +870,12 @@ def cp_async_stages(spec: str) -> dict[int, str]:
     return out
 
 
+def bypasses(spec: str) -> bool:
+    """Whether a cp.async stage of the spec is the bypassing form (``cp.async.cg``), whose
+    shared writes the counters do not count by address (its shared side is not judged)."""
+    return any("CACHEGLOBAL" in a for a in cp_async_stages(spec).values())
+
+
 def predict(spec: str, sizes: dict[str, int], name: str = "spec") -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """The verifier's counts for the spec at ``sizes``, for the whole grid, summed over its
     cp.async stages (the kernel's counters do not tell A's from B's): ``{"global": {sectors,
@@ -1229,7 +1235,7 @@ def confirm_target(t: Target, exe: Path | None, ncu: str | None, metrics: Sequen
     notes = [f"the mainloop's source does not hold: {p}" for p in unheld]
     cleared = cleared_stage(t.spec, {**t.sizes, "K": tile[2]}, t.kernel)
     c.cleared = cleared
-    bypass = any("CACHEGLOBAL" in a for a in cp_async_stages(t.spec).values())
+    bypass = bypasses(t.spec)
     if exe is not None:
         c.sass = sass_ldgsts(exe)
         bypass = bypass or bool(c.sass.get("bypass"))
@@ -1339,7 +1345,7 @@ def confirm_conv_target(t: Target, exe: Path | None, ncu: str | None, metrics: S
     c.schedule = [asdict(s) for s in acc["schedules"]]
     c.cleared = {**acc["cleared"][0], **{f"group_{k}": v for k, v in acc["group"][0].items()}}
     c.prediction = acc["predictions"]
-    bypass = any("CACHEGLOBAL" in a for a in cp_async_stages(t.spec).values())
+    bypass = bypasses(t.spec)
     if exe is not None:
         c.sass = sass_ldgsts(exe)
         bypass = bypass or bool(c.sass.get("bypass"))
